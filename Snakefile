@@ -1,0 +1,33 @@
+# NMT pipeline: download -> clean -> subword -> train -> translate -> score -> tables.
+#
+# Results path scheme (all under results/, git-ignored):
+#   data/download/{corpus}.{lang}                      downloaded file as served (+ .manifest.json)
+#   {src}-{trg}/data/clean/{corpus}.{lang}             cleaned training corpus (+ {corpus}.report.json)
+#   {src}-{trg}/data/eval/{corpus}.{lang}              dev/test set: normalized source, verbatim reference
+#   {src}-{trg}/subword/{lang}.model                   sentencepiece model per language (a copy when joint)
+#   {src}-{trg}/{model}/{stage}/model/                 model.pt, summary.json, valid.tsv, checkpoints/
+#   {src}-{trg}/{model}/{stage}/translations/{test}.{trg}   detokenized system output
+#   {src}-{trg}/{model}/{stage}/scores/{test}.json     BLEU/chrF/TER with sacrebleu signatures
+#   tables/scores.{csv,md}                             one row per system and test set
+#   logs/{rule}/...log                                 one log per job
+# {model} is a key of config["models"]; {stage} is "baseline" (trained on the parallel data only).
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/subword.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+
+
+rule all:
+    input:
+        csv="results/tables/scores.csv",
+        md="results/tables/scores.md",

@@ -1,0 +1,65 @@
+"""Command line: ``python -m nmt translate --model DIR < src > hyp`` and ``python -m nmt score``."""
+
+import argparse
+import json
+import sys
+
+from nmt.config import DecodeConfig, from_dict
+from nmt.entry import entry_point
+
+
+def translate(args: argparse.Namespace) -> None:
+    from nmt.translation import get_device, load_model, translate_lines
+
+    config = from_dict(
+        DecodeConfig,
+        {
+            "method": args.method,
+            "beam_size": args.beam_size,
+            "length_penalty": args.length_penalty,
+            "batch_size": args.batch_size,
+        },
+        "translate",
+    )
+    device = get_device(args.device)
+    model, src_sp, trg_sp = load_model(args.model, device)
+    lines = [line.rstrip("\n") for line in sys.stdin]
+    for hyp in translate_lines(model, src_sp, trg_sp, lines, config, device):
+        sys.stdout.write(hyp + "\n")
+
+
+def score(args: argparse.Namespace) -> None:
+    from nmt.metrics import score_files
+
+    scores = score_files(args.hyp, args.ref, args.trg_lang)
+    if args.json:
+        print(json.dumps(scores, indent=2))
+        return
+    for name, value in scores.items():
+        print(f"{name}\t{value['score']:.2f}\t{value['signature']}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m nmt", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("translate", help="translate stdin to stdout with a trained model directory")
+    p.add_argument("--model", required=True, help="model directory (model.pt, src.model, trg.model)")
+    p.add_argument("--method", default="beam", choices=["beam", "greedy"])
+    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.set_defaults(run=translate)
+    p = commands.add_parser("score", help="BLEU, chrF and TER of a hypothesis file against a reference file")
+    p.add_argument("--hyp", required=True)
+    p.add_argument("--ref", required=True)
+    p.add_argument("--trg-lang", default="", help="target language (picks the BLEU tokenizer, e.g. zh, ja)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(run=score)
+    args = parser.parse_args(argv)
+    with entry_point():
+        args.run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""Reading, normalizing and filtering of raw parallel corpora, and preparation of dev/test sets."""
+
+import codecs
+import gzip
+import hashlib
+import json
+import logging
+import lzma
+import os
+import unicodedata
+import zlib
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from itertools import zip_longest
+from pathlib import Path
+from typing import IO
+
+from sacremoses import MosesPunctNormalizer
+
+from nmt.config import CleanConfig
+from nmt.errors import DataError
+
+log = logging.getLogger(__name__)
+
+GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BOM = b"\xef\xbb\xbf"
+# Bytes of a non-gzip file named .gz/.xz that must be text before we read it as plain text.
+SNIFF_BYTES = 1 << 16
+FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "ratio", "duplicate", "max_pairs")
+# Zero-width (non-)joiners are format characters (Cf) that spell words in Persian and Indic scripts.
+KEEP_FORMAT_CHARS = {"\u200c", "\u200d"}
+_MISSING = object()
+
+
+def open_text(path: str | Path) -> Iterator[str | None]:
+    """Yield the lines of a plain, gzip or xz text file, without line terminators.
+
+    Compression is detected from the magic bytes, not the file name. Lines are split on ``b"\\n"``
+    before decoding, so a line that is not valid UTF-8 yields None and the lines after it stay aligned
+    with the other side of the corpus. A UTF-8 BOM on the first line and a trailing ``\\r`` are removed.
+
+    :param path: the file
+    :return: an iterator over the lines; None for a line that is not valid UTF-8
+    :raises DataError: if the file is missing or unreadable, or a compressed stream is corrupt
+    """
+    path = Path(path)
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except OSError as e:
+        raise DataError(f"{path}: cannot open ({e.strerror or e})") from None
+    with f:
+        stream, kind = _open_stream(f, path)
+        with stream:
+            yield from _read_lines(stream, path, kind)
+
+
+def _read_lines(stream: IO[bytes], path: Path, kind: str) -> Iterator[str | None]:
+    """Split ``stream`` on ``b"\\n"``, strip BOM and CR, decode; map stream errors to :class:`DataError`."""
+    try:
+        for number, raw in enumerate(stream):
+            if number == 0 and raw.startswith(BOM):
+                raw = raw[len(BOM) :]
+            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                yield None
+    except EOFError:
+        raise DataError(f"{path}: truncated {kind} stream") from None
+    except (OSError, zlib.error, lzma.LZMAError) as e:
+        problem = "read error" if kind == "text" else f"corrupt {kind} stream"
+        raise DataError(f"{path}: {problem} ({e})") from None
+
+
+def _open_stream(f: IO[bytes], path: Path) -> tuple[IO[bytes], str]:
+    """Wrap the binary file ``f`` in a decompressor chosen by its magic bytes; return it and its kind."""
+    head = f.read(SNIFF_BYTES)
+    f.seek(0)
+    if head.startswith(GZIP_MAGIC):
+        return gzip.GzipFile(fileobj=f, mode="rb"), "gzip"
+    if head.startswith(XZ_MAGIC):
+        return lzma.LZMAFile(f, mode="rb"), "xz"
+    suffix = path.suffix.lower()
+    if suffix in (".gz", ".xz") and not _looks_like_text(head):
+        kind = "gzip" if suffix == ".gz" else "xz"
+        raise DataError(f"{path}: not a {kind} file")
+    return f, "text"
+
+
+def _looks_like_text(head: bytes) -> bool:
+    """Whether ``head``, the first bytes of a file, is UTF-8 text without NUL bytes."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        # final=False: the sniffed prefix may end inside a multi-byte character.
+        decoder.decode(head, final=len(head) < SNIFF_BYTES)
+    except UnicodeDecodeError:
+        return False
+    return b"\x00" not in head
+
+
+class Normalizer:
+    """Unicode and punctuation normalization of one language's sentences.
+
+    Applies, in order: NFC; Moses punctuation normalization (as in Moses'
+    ``normalize-punctuation.perl``, via sacremoses) if enabled; removal of control and other
+    non-printing characters (Unicode category C*), with whitespace controls such as tab turned
+    into spaces; whitespace collapse and strip.
+    """
+
+    def __init__(self, lang: str, punctuation: bool = True):
+        """
+        :param lang: ISO 639-1 code, selects the language-specific Moses rules (e.g. French quotes)
+        :param punctuation: whether to apply Moses punctuation normalization
+        """
+        self.lang = lang
+        # Building the normalizer compiles dozens of regexes, so it is done once per language.
+        self.punct = MosesPunctNormalizer(lang=lang) if punctuation else None
+
+    def __call__(self, line: str) -> str:
+        """
+        :param line: one sentence without line terminator
+        :return: the normalized sentence; empty if nothing printable was left
+        """
+        line = unicodedata.normalize("NFC", line)
+        if self.punct is not None:
+            line = self.punct.normalize(line)
+        # isprintable() is False for every C* (and non-ASCII-space Z*) character: a fast path for clean lines.
+        if not line.isprintable():
+            line = "".join(_printable(ch) for ch in line)
+        return " ".join(line.split())
+
+
+def _printable(ch: str) -> str:
+    """Map a whitespace control to a space, drop other C* characters, keep the rest."""
+    if ch.isspace():
+        return " "
+    if unicodedata.category(ch)[0] == "C" and ch not in KEEP_FORMAT_CHARS:
+        return ""
+    return ch
+
+
+def clean_corpus(
+    src_in: str | Path,
+    trg_in: str | Path,
+    src_out: str | Path,
+    trg_out: str | Path,
+    report: str | Path,
+    config: CleanConfig,
+    src_lang: str,
+    trg_lang: str,
+) -> dict:
+    """Normalize and filter a parallel training corpus, streaming both sides in lockstep.
+
+    Each pair is dropped by the first filter that matches, in this order: ``invalid_utf8``,
+    ``empty``, ``too_short`` (fewer than ``min_length`` tokens), ``too_long`` (more than ``max_length``
+    tokens), ``ratio`` (longer/shorter token count above ``max_ratio``), ``duplicate`` (the same pair
+    seen before, if ``dedup``), ``max_pairs`` (pairs after the first ``max_pairs`` kept). Either side
+    matching drops the pair. Tokens are whitespace-separated.
+
+    :param src_in: raw source file (plain, gzip or xz)
+    :param trg_in: raw target file, line-aligned with ``src_in``
+    :param src_out: cleaned source, written atomically
+    :param trg_out: cleaned target, written atomically
+    :param report: JSON report path: ``src``, ``trg``, ``lines_in``, ``kept`` and per-filter ``dropped``
+    :param config: the filter settings
+    :param src_lang: source language code, for punctuation normalization
+    :param trg_lang: target language code
+    :return: the report dict
+    :raises DataError: if the files differ in line count, the corpus is empty or every pair is dropped
+    """
+    src_norm = Normalizer(src_lang, config.normalize_punctuation)
+    trg_norm = Normalizer(trg_lang, config.normalize_punctuation)
+    dropped = dict.fromkeys(FILTERS, 0)
+    seen: set[bytes] = set()
+    lines_in = kept = 0
+    with ExitStack() as stack:
+        src_f = stack.enter_context(_atomic_text(src_out))
+        trg_f = stack.enter_context(_atomic_text(trg_out))
+        for src, trg in _zip_aligned(src_in, trg_in):
+            lines_in += 1
+            if src is None or trg is None:
+                dropped["invalid_utf8"] += 1
+                continue
+            src, trg = src_norm(src), trg_norm(trg)
+            reason = _get_drop_reason(src, trg, config)
+            if reason is None and config.dedup:
+                # A 16-byte digest per pair keeps the memory of dedup small on large corpora.
+                key = hashlib.blake2b(f"{src}\n{trg}".encode(), digest_size=16).digest()
+                reason = "duplicate" if key in seen else None
+                seen.add(key)
+            if reason is None and config.max_pairs is not None and kept >= config.max_pairs:
+                reason = "max_pairs"
+            if reason is not None:
+                dropped[reason] += 1
+                continue
+            src_f.write(src + "\n")
+            trg_f.write(trg + "\n")
+            kept += 1
+        if lines_in == 0:
+            raise DataError(f"{src_in}: corpus is empty")
+        if kept == 0:
+            counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
+            raise DataError(f"{src_in}: all {lines_in} lines were dropped by the filters ({counts})")
+    result = {"src": str(src_in), "trg": str(trg_in), "lines_in": lines_in, "kept": kept, "dropped": dropped}
+    with _atomic_text(report) as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    log.info("%s: kept %d of %d pairs, dropped %s", src_in, kept, lines_in, dropped)
+    return result
+
+
+def _get_drop_reason(src: str, trg: str, config: CleanConfig) -> str | None:
+    """Return the name of the first length filter that drops the normalized pair, or None."""
+    if not src or not trg:
+        return "empty"
+    src_len, trg_len = len(src.split()), len(trg.split())
+    if min(src_len, trg_len) < config.min_length:
+        return "too_short"
+    if max(src_len, trg_len) > config.max_length:
+        return "too_long"
+    if max(src_len, trg_len) / min(src_len, trg_len) > config.max_ratio:
+        return "ratio"
+    return None
+
+
+def prepare_eval_set(
+    src_in: str | Path,
+    ref_in: str | Path,
+    src_out: str | Path,
+    ref_out: str | Path,
+    src_lang: str,
+    punctuation: bool = True,
+) -> int:
+    """Write a dev/test set: the source normalized like training data, the reference verbatim.
+
+    No line is ever dropped: that would change the test set. The reference is only decompressed and
+    stripped of BOM and CR, because sacrebleu must score against the real reference.
+
+    :param src_in: raw source file (plain, gzip or xz)
+    :param ref_in: raw reference file, line-aligned with ``src_in``
+    :param src_out: normalized source, written atomically
+    :param ref_out: reference, written atomically
+    :param src_lang: source language code
+    :param punctuation: whether to apply Moses punctuation normalization to the source
+    :return: the number of lines
+    :raises DataError: on different line counts, invalid UTF-8 or an empty set
+    """
+    src_norm = Normalizer(src_lang, punctuation)
+    count = 0
+    with _atomic_text(src_out) as src_f, _atomic_text(ref_out) as ref_f:
+        for count, (src, ref) in enumerate(_zip_aligned(src_in, ref_in), start=1):
+            for path, line in ((src_in, src), (ref_in, ref)):
+                if line is None:
+                    raise DataError(f"{path}: line {count} is not valid UTF-8")
+            src_f.write(src_norm(src) + "\n")
+            ref_f.write(ref + "\n")
+        if count == 0:
+            raise DataError(f"{src_in}: corpus is empty")
+    log.info("%s: prepared %d lines", src_in, count)
+    return count
+
+
+def _zip_aligned(src_in: str | Path, trg_in: str | Path) -> Iterator[tuple[str | None, str | None]]:
+    """Yield line pairs of two files, raising :class:`DataError` with both line counts if they differ."""
+    for src, trg in zip_longest(open_text(src_in), open_text(trg_in), fillvalue=_MISSING):
+        if src is _MISSING or trg is _MISSING:
+            src_count = sum(1 for _ in open_text(src_in))
+            trg_count = sum(1 for _ in open_text(trg_in))
+            raise DataError(f"{src_in} has {src_count} lines but {trg_in} has {trg_count}")
+        yield src, trg
+
+
+@contextmanager
+def _atomic_text(path: str | Path) -> Iterator[IO[str]]:
+    """Open a temp file next to ``path`` for writing UTF-8 text; move it to ``path`` only on success."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

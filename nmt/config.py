@@ -1,0 +1,172 @@
+"""Configuration dataclasses, one per concern, built from plain dicts with loud errors on unknown keys."""
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+from nmt.errors import ConfigError
+
+C = TypeVar("C")
+
+
+def from_dict(cls: type[C], data: dict[str, Any] | None, where: str) -> C:
+    """Build the dataclass ``cls`` from ``data``, checking keys and value types.
+
+    :param cls: a dataclass type
+    :param data: the values; missing keys take the dataclass defaults
+    :param where: the config path shown in errors, e.g. ``"train"``
+    :return: the dataclass instance
+    :raises ConfigError: on an unknown key or a value of the wrong type/choice
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    data = dict(data)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key '{unknown[0]}' (known keys: {', '.join(fields)})")
+    hints = typing.get_type_hints(cls)
+    for name, value in data.items():
+        data[name] = _check_value(value, hints[name], f"{where}.{name}")
+    obj = cls(**data)
+    check = getattr(obj, "check", None)
+    if check is not None:
+        check(where)
+    return obj
+
+
+def _check_value(value: Any, hint: Any, key: str) -> Any:
+    """Return ``value`` (ints widened to float where a float is wanted) or raise naming ``key``."""
+    origin = get_origin(hint)
+    if origin is Literal:
+        if value not in get_args(hint):
+            choices = ", ".join(repr(c) for c in get_args(hint))
+            raise ConfigError(f"{key}: {value!r} is not one of {choices}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        for option in get_args(hint):
+            if option is type(None) and value is None:
+                return None
+        inner = [a for a in get_args(hint) if a is not type(None)]
+        return _check_value(value, inner[0], key)
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        return list(value) if origin is list else tuple(value)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (int, float, str, bool):
+        if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+            raise ConfigError(f"{key}: expected {hint.__name__}, got {value!r}")
+    return value
+
+
+def _positive(where: str, **values: float) -> None:
+    for name, value in values.items():
+        if value is not None and value <= 0:
+            raise ConfigError(f"{where}.{name}: must be > 0, got {value!r}")
+
+
+@dataclass
+class CleanConfig:
+    """Filters of the parallel training data; lengths count whitespace-separated tokens."""
+
+    normalize_punctuation: bool = True
+    min_length: int = 1
+    max_length: int = 100
+    max_ratio: float = 3.0
+    dedup: bool = True
+    max_pairs: int | None = None
+
+    def check(self, where: str) -> None:
+        _positive(
+            where,
+            min_length=self.min_length,
+            max_length=self.max_length,
+            max_ratio=self.max_ratio,
+            max_pairs=self.max_pairs,
+        )
+
+
+@dataclass
+class SubwordConfig:
+    """Sentencepiece model (Kudo and Richardson 2018) learned on the cleaned training data."""
+
+    model_type: Literal["bpe", "unigram"] = "bpe"
+    vocab_size: int = 8000
+    joint: bool = True
+    character_coverage: float = 1.0
+    input_sentence_size: int = 2_000_000
+    seed: int = 1
+
+    def check(self, where: str) -> None:
+        _positive(where, vocab_size=self.vocab_size, input_sentence_size=self.input_sentence_size)
+        if not 0 < self.character_coverage <= 1:
+            raise ConfigError(f"{where}.character_coverage: must be in (0, 1], got {self.character_coverage}")
+
+
+@dataclass
+class TrainConfig:
+    """Optimisation, batching, validation and checkpointing of one training run."""
+
+    seed: int = 1
+    batch_tokens: int = 4096
+    accum_steps: int = 1
+    max_steps: int = 10000
+    max_epochs: int = 100
+    max_length: int = 128
+    lr: float = 7e-4
+    warmup_steps: int = 1000
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = 1e-9
+    weight_decay: float = 0.0
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    log_every: int = 100
+    valid_every: int = 500
+    valid_metric: Literal["bleu", "loss"] = "bleu"
+    patience: int = 10
+    checkpoint_every: int = 500
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    bf16: Literal["auto", "on", "off"] = "auto"
+    threads: int = 0
+
+    def check(self, where: str) -> None:
+        _positive(
+            where,
+            batch_tokens=self.batch_tokens,
+            accum_steps=self.accum_steps,
+            max_steps=self.max_steps,
+            max_epochs=self.max_epochs,
+            max_length=self.max_length,
+            lr=self.lr,
+            log_every=self.log_every,
+            valid_every=self.valid_every,
+            patience=self.patience,
+            checkpoint_every=self.checkpoint_every,
+        )
+        if not 0 <= self.label_smoothing < 1:
+            raise ConfigError(f"{where}.label_smoothing: must be in [0, 1), got {self.label_smoothing}")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"{where}.warmup_steps: must be >= 0, got {self.warmup_steps}")
+
+
+@dataclass
+class DecodeConfig:
+    """Search settings; output length is at most ``max_len_a * S + max_len_b`` subwords."""
+
+    method: Literal["beam", "greedy"] = "beam"
+    beam_size: int = 5
+    length_penalty: float = 1.0
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    batch_size: int = 64
+
+    def check(self, where: str) -> None:
+        _positive(where, beam_size=self.beam_size, batch_size=self.batch_size)
+        if self.length_penalty < 0:
+            raise ConfigError(f"{where}.length_penalty: must be >= 0, got {self.length_penalty}")

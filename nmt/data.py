@@ -1,0 +1,165 @@
+"""Parallel data as pre-encoded integer arrays, length-bucketed token batches and padding.
+
+Legend: B batch size, S source length, T target length.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+import torch
+
+from nmt.errors import DataError
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+
+
+class EncodedCorpus:
+    """Sentences of one language as one flat int32 array plus offsets (no per-step string work)."""
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray) -> None:
+        self.ids = ids
+        self.offsets = offsets
+        self.lengths = np.diff(offsets)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+    @classmethod
+    def from_lines(cls, lines: list[str], sp: spm.SentencePieceProcessor) -> "EncodedCorpus":
+        """Encode ``lines`` with ``sp`` and append EOS to every sentence."""
+        pieces = sp.encode(lines)
+        lengths = np.fromiter((len(p) + 1 for p in pieces), dtype=np.int64, count=len(pieces))
+        offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.empty(offsets[-1], dtype=np.int32)
+        for i, p in enumerate(pieces):
+            ids[offsets[i] : offsets[i + 1] - 1] = p
+            ids[offsets[i + 1] - 1] = EOS
+        return cls(ids, offsets)
+
+
+def read_corpus(paths: str | Path | list[str | Path]) -> list[str]:
+    """The lines of one file, or of several files one after the other."""
+    if isinstance(paths, (str, Path)):
+        return read_lines(paths)
+    return [line for path in paths for line in read_lines(path)]
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Read a plain UTF-8 text file (one sentence per line) that earlier stages wrote."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+@dataclass
+class ParallelData:
+    """Aligned encoded source and target sentences."""
+
+    src: EncodedCorpus
+    trg: EncodedCorpus
+
+    @classmethod
+    def from_files(
+        cls,
+        src_path: str | Path | list[str | Path],
+        trg_path: str | Path | list[str | Path],
+        src_sp: spm.SentencePieceProcessor,
+        trg_sp: spm.SentencePieceProcessor,
+        max_length: int | None = None,
+    ) -> "ParallelData":
+        """Encode aligned files (or lists of files).
+
+        Pairs longer than ``max_length`` subwords (EOS included) on either side are left out.
+        """
+        src_lines, trg_lines = read_corpus(src_path), read_corpus(trg_path)
+        if len(src_lines) != len(trg_lines):
+            raise DataError(f"{src_path} has {len(src_lines)} lines but {trg_path} has {len(trg_lines)}")
+        src, trg = EncodedCorpus.from_lines(src_lines, src_sp), EncodedCorpus.from_lines(trg_lines, trg_sp)
+        if max_length is not None:
+            keep = np.flatnonzero((src.lengths <= max_length) & (trg.lengths <= max_length))
+            if len(keep) < len(src):
+                src, trg = _subset(src, keep), _subset(trg, keep)
+        if len(src) == 0:
+            raise DataError(f"{src_path}: no sentence pairs left to train on")
+        return cls(src, trg)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def _subset(corpus: EncodedCorpus, keep: np.ndarray) -> EncodedCorpus:
+    lines = [corpus[i] for i in keep]
+    offsets = np.zeros(len(lines) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lines], out=offsets[1:])
+    ids = np.concatenate(lines) if lines else np.empty(0, dtype=np.int32)
+    return EncodedCorpus(ids, offsets)
+
+
+def token_batches(
+    src_lengths: np.ndarray, trg_lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int
+) -> list[np.ndarray]:
+    """Group sentence indices into batches of about ``batch_tokens`` padded target tokens.
+
+    Sentences are sorted by (target, source) length with a random tie-break, cut into batches
+    whose padded size ``B * max(T, S)`` stays within the budget, and the batch order is
+    shuffled. The result depends only on ``(seed, epoch)``, so a resumed run can replay it.
+
+    :param src_lengths: shape (N,) source lengths
+    :param trg_lengths: shape (N,) target lengths
+    :return: list of index arrays, one per batch
+    """
+    rng = np.random.default_rng([seed, epoch])
+    order = np.lexsort((rng.random(len(trg_lengths)), src_lengths, trg_lengths))
+    batches, start, longest = [], 0, 0
+    for pos, i in enumerate(order):
+        longest_now = max(longest, int(trg_lengths[i]), int(src_lengths[i]))
+        if pos > start and longest_now * (pos - start + 1) > batch_tokens:
+            batches.append(order[start:pos])
+            start, longest_now = pos, max(int(trg_lengths[i]), int(src_lengths[i]))
+        longest = longest_now
+    if start < len(order):
+        batches.append(order[start:])
+    rng.shuffle(batches)
+    return batches
+
+
+@dataclass
+class Batch:
+    """A padded batch; ``trg_in`` starts with BOS, ``trg_out`` ends with EOS."""
+
+    src: torch.Tensor  # (B, S)
+    trg_in: torch.Tensor  # (B, T)
+    trg_out: torch.Tensor  # (B, T)
+
+    @property
+    def n_trg_tokens(self) -> int:
+        return int((self.trg_out != PAD).sum())
+
+    def to(self, device: torch.device) -> "Batch":
+        return Batch(*(t.to(device, non_blocking=True) for t in (self.src, self.trg_in, self.trg_out)))
+
+
+def pad(seqs: list[np.ndarray], prefix: int | None = None) -> torch.Tensor:
+    """Right-pad integer sequences into a (B, L) LongTensor, optionally prefixing each with ``prefix``."""
+    extra = 0 if prefix is None else 1
+    out = np.full((len(seqs), max(len(s) for s in seqs) + extra), PAD, dtype=np.int64)
+    for row, s in enumerate(seqs):
+        if prefix is not None:
+            out[row, 0] = prefix
+        out[row, extra : extra + len(s)] = s
+    return torch.from_numpy(out)
+
+
+def make_batch(data: ParallelData, indices: np.ndarray) -> Batch:
+    """Collate the pairs at ``indices`` into a :class:`Batch`."""
+    trg = [data.trg[i] for i in indices]
+    trg_in = pad([t[:-1] for t in trg], prefix=BOS)  # BOS y1 .. yn
+    return Batch(src=pad([data.src[i] for i in indices]), trg_in=trg_in, trg_out=pad(trg))

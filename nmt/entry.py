@@ -1,0 +1,31 @@
+"""What entry points (rule scripts and ``python -m nmt``) share: a log file and one-line errors."""
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from nmt.errors import NmtError
+
+
+@contextmanager
+def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
+    """Log to ``log_path`` (stderr when None) and turn an :class:`NmtError` into one line.
+
+    The error goes to the log and, as ``error: <message>``, to stderr with exit status 1, so
+    the user sees the reason instead of a traceback. Other exceptions are bugs and keep theirs.
+    """
+    if log_path is not None:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=log_path,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    try:
+        yield
+    except NmtError as e:
+        logging.getLogger("nmt").error("%s", e)
+        sys.exit(f"error: {e}")

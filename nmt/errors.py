@@ -1,0 +1,17 @@
+"""Error types whose message is one line naming the file or key at fault."""
+
+
+class NmtError(Exception):
+    """Base class: an error caused by the user's input, reported as one line without traceback."""
+
+
+class ConfigError(NmtError):
+    """A configuration key is unknown or has a bad value."""
+
+
+class DataError(NmtError):
+    """A corpus file is missing, unreadable, misaligned or emptied by the filters."""
+
+
+class DownloadError(NmtError):
+    """A URL or mirror file could not be fetched or failed its checksum."""

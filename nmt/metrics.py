@@ -1,0 +1,70 @@
+"""Corpus-level BLEU, chrF and TER with sacrebleu, each with its signature."""
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sacrebleu.metrics import BLEU, CHRF, TER
+
+from nmt.data import read_lines
+from nmt.errors import DataError
+
+# name -> factory(trg_lang); BLEU picks its tokenizer from the target language (e.g. zh, ja).
+METRICS = {
+    "bleu": lambda trg_lang: BLEU(trg_lang=trg_lang),
+    "chrf": lambda trg_lang: CHRF(),
+    "ter": lambda trg_lang: TER(),
+}
+
+
+def score_corpus(hyps: list[str], refs: list[str], trg_lang: str = "") -> dict[str, dict[str, Any]]:
+    """Score detokenized hypotheses against one reference per sentence.
+
+    :return: ``{metric: {"score": float, "signature": str}}`` for every metric in :data:`METRICS`
+    """
+    if len(hyps) != len(refs):
+        raise DataError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    result = {}
+    for name, make in METRICS.items():
+        metric = make(trg_lang)
+        result[name] = {
+            "score": round(metric.corpus_score(hyps, [refs]).score, 2),
+            "signature": str(metric.get_signature()),
+        }
+    return result
+
+
+def score_files(hyp_path: str | Path, ref_path: str | Path, trg_lang: str = "") -> dict[str, dict[str, Any]]:
+    """:func:`score_corpus` on two plain-text files; differing line counts name both files."""
+    hyps, refs = read_lines(hyp_path), read_lines(ref_path)
+    if len(hyps) != len(refs):
+        raise DataError(f"{hyp_path} has {len(hyps)} lines but {ref_path} has {len(refs)}")
+    return score_corpus(hyps, refs, trg_lang)
+
+
+def write_scores(
+    hyp_path: str | Path,
+    ref_path: str | Path,
+    trg_lang: str,
+    system: dict[str, Any],
+    training_summary: str | Path,
+    out_path: str | Path,
+) -> dict[str, Any]:
+    """Score a translation and write one flat JSON record for the result table.
+
+    :param system: what identifies the row: pair, model, arch, data, test set
+    :param training_summary: the ``summary.json`` of the model that translated
+    """
+    summary = json.loads(Path(training_summary).read_text())
+    record: dict[str, Any] = dict(system)
+    for name, value in score_files(hyp_path, ref_path, trg_lang).items():
+        record[name] = value["score"]
+        record[f"{name}_signature"] = value["signature"]
+    for key in ("parameters", "train_seconds", "tokens_per_second", "steps", "device"):
+        record[key] = summary[key]
+    out_path = Path(out_path)
+    tmp = out_path.with_name(f".{out_path.name}.tmp")
+    tmp.write_text(json.dumps(record, indent=2))
+    os.replace(tmp, out_path)
+    return record

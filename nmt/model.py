@@ -1,0 +1,126 @@
+"""The encoder-decoder model, the decoder contract that search relies on, and the architecture table.
+
+Every architecture provides an encoder and a decoder with this contract:
+
+- ``encoder(src)`` with ``src`` (B, S) returns a dict of batch-first tensors;
+- ``decoder(trg_in, enc)`` returns teacher-forced logits (B, T, V);
+- ``decoder.init_state(enc)`` returns the decoding state before the first target token;
+- ``decoder.step(trg_prev, state)`` takes the previous tokens (B,) and returns logits (B, V) and
+  the next state.
+
+A state is a dict whose tensors (also inside lists and tuples) all have the batch (or beam)
+as their first dimension, so that :func:`reorder_state` can select and reorder hypotheses
+without knowing the architecture. Non-tensor values (step counters) are shared.
+
+Legend: B batch, S source length, T target length, V vocabulary.
+"""
+
+import dataclasses
+import logging
+from typing import Any
+
+import torch
+from torch import nn
+
+from nmt.config import from_dict
+from nmt.errors import ConfigError
+from nmt.transformer import PRESETS as TRANSFORMER_PRESETS
+from nmt.transformer import TransformerConfig, build_transformer
+
+log = logging.getLogger(__name__)
+
+# name -> (config dataclass, presets, builder(config, src_vocab, trg_vocab, shared_vocab) -> (encoder, decoder))
+ARCHITECTURES = {
+    "transformer": (TransformerConfig, TRANSFORMER_PRESETS, build_transformer),
+}
+
+
+def reorder_state(state: Any, index: torch.Tensor) -> Any:
+    """Select rows ``index`` (B',) of every tensor in ``state`` (batch-first), recursively."""
+    if isinstance(state, torch.Tensor):
+        return state.index_select(0, index)
+    if isinstance(state, dict):
+        return {k: reorder_state(v, index) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(reorder_state(v, index) for v in state)
+    return state
+
+
+class Seq2Seq(nn.Module):
+    """An encoder-decoder translation model of any architecture in :data:`ARCHITECTURES`."""
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module, spec: dict[str, Any]) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.spec = spec  # everything build_model needs to rebuild this model from a checkpoint
+
+    def encode(self, src: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Encode ``src`` (B, S)."""
+        return self.encoder(src)
+
+    def decode(self, trg_in: torch.Tensor, enc: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V)."""
+        return self.decoder(trg_in, enc)
+
+    def logits(self, src: torch.Tensor, trg_in: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) of ``trg_in`` (B, T) given ``src`` (B, S)."""
+        return self.decode(trg_in, self.encode(src))
+
+    def init_state(self, src: torch.Tensor) -> dict[str, Any]:
+        """Encode ``src`` once and return the decoder state for the first step."""
+        return self.decoder.init_state(self.encode(src))
+
+    def step(self, trg_prev: torch.Tensor, state: dict[str, Any]) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Logits (B, V) of the next target token."""
+        return self.decoder.step(trg_prev, state)
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def resolve_model_options(options: dict[str, Any], where: str) -> tuple[str, Any]:
+    """Turn ``{"arch": ..., "preset": ..., **overrides}`` into ``(arch, config dataclass)``."""
+    options = dict(options)
+    arch = options.pop("arch", None)
+    if arch not in ARCHITECTURES:
+        raise ConfigError(f"{where}.arch: {arch!r} is not one of {', '.join(map(repr, ARCHITECTURES))}")
+    config_cls, presets, _ = ARCHITECTURES[arch]
+    preset = options.pop("preset", None)
+    if preset is not None and preset not in presets:
+        raise ConfigError(f"{where}.preset: {preset!r} is not a {arch} preset ({', '.join(presets)})")
+    return arch, from_dict(config_cls, {**presets.get(preset, {}), **options}, where)
+
+
+def build_model(
+    options: dict[str, Any], src_vocab: int, trg_vocab: int, shared_vocab: bool, where: str = "model"
+) -> Seq2Seq:
+    """Build a model from its config options.
+
+    :param options: ``arch``, optional ``preset`` and architecture keys overriding the preset
+    :param src_vocab: source vocabulary size
+    :param trg_vocab: target vocabulary size
+    :param shared_vocab: whether source and target use the same subword model
+    :param where: config path for error messages
+    """
+    arch, config = resolve_model_options(options, where)
+    encoder, decoder = ARCHITECTURES[arch][2](config, src_vocab, trg_vocab, shared_vocab)
+    spec = {
+        "arch": arch,
+        "config": dataclasses.asdict(config),
+        "src_vocab": src_vocab,
+        "trg_vocab": trg_vocab,
+        "shared_vocab": shared_vocab,
+    }
+    model = Seq2Seq(encoder, decoder, spec)
+    log.info("built %s with %d parameters: %s", arch, model.n_parameters(), spec["config"])
+    return model
+
+
+def model_from_spec(spec: dict[str, Any]) -> Seq2Seq:
+    """Rebuild the (untrained) model described by ``Seq2Seq.spec``."""
+    options = {"arch": spec["arch"], **spec["config"]}
+    for key, value in options.items():
+        if isinstance(value, list):
+            options[key] = tuple(value)
+    return build_model(options, spec["src_vocab"], spec["trg_vocab"], spec["shared_vocab"], where="checkpoint")

@@ -1,0 +1,87 @@
+"""Subword segmentation with sentencepiece (BPE or unigram), joint or per language."""
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import sentencepiece as spm
+
+from nmt.config import SubwordConfig
+from nmt.errors import DataError
+
+log = logging.getLogger(__name__)
+
+# Fixed ids so that every model agrees with nmt.data.PAD/UNK/BOS/EOS.
+SPECIAL_IDS = {"pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
+
+
+def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int) -> None:
+    """Train one sentencepiece model on ``inputs`` and move it atomically to ``model_out``."""
+    for path in inputs:
+        if not Path(path).is_file() or Path(path).stat().st_size == 0:
+            raise DataError(f"{path}: subword training input is missing or empty")
+    model_out.parent.mkdir(parents=True, exist_ok=True)
+    spm.set_random_generator_seed(config.seed)
+    with tempfile.TemporaryDirectory(dir=model_out.parent) as tmp:
+        prefix = Path(tmp) / "spm"
+        spm.SentencePieceTrainer.train(
+            input=[str(p) for p in inputs],
+            model_prefix=str(prefix),
+            model_type=config.model_type,
+            vocab_size=config.vocab_size,
+            character_coverage=config.character_coverage,
+            input_sentence_size=config.input_sentence_size,
+            shuffle_input_sentence=True,
+            # A small corpus cannot always fill the vocabulary; take what it gives rather than fail.
+            hard_vocab_limit=False,
+            num_threads=max(1, threads),
+            minloglevel=2,
+            **SPECIAL_IDS,
+        )
+        os.replace(f"{prefix}.model", model_out)
+    log.info("trained %s model %s (%d pieces)", config.model_type, model_out, len(load_subword(model_out)))
+
+
+def train_subword(
+    src_inputs: list[Path],
+    trg_inputs: list[Path],
+    src_model: Path,
+    trg_model: Path,
+    config: SubwordConfig,
+    threads: int = 1,
+) -> None:
+    """Learn the source and target subword models.
+
+    With ``config.joint`` one model is learned on both sides and written to both paths, so
+    that later stages always find one model per language.
+
+    :param src_inputs: cleaned source-side training files
+    :param trg_inputs: cleaned target-side training files
+    :param src_model: output path of the source model (``.model``)
+    :param trg_model: output path of the target model
+    :param config: subword settings
+    :param threads: sentencepiece trainer threads
+    """
+    src_model, trg_model = Path(src_model), Path(trg_model)
+    if config.joint:
+        _train_one([*src_inputs, *trg_inputs], src_model, config, threads)
+        tmp = trg_model.with_suffix(".tmp")
+        shutil.copyfile(src_model, tmp)
+        os.replace(tmp, trg_model)
+    else:
+        _train_one(list(src_inputs), src_model, config, threads)
+        _train_one(list(trg_inputs), trg_model, config, threads)
+
+
+def load_subword(path: str | Path) -> spm.SentencePieceProcessor:
+    """Load a sentencepiece model, checking that it uses our special ids."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: subword model not found")
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    ids = {"pad_id": sp.pad_id(), "unk_id": sp.unk_id(), "bos_id": sp.bos_id(), "eos_id": sp.eos_id()}
+    if ids != SPECIAL_IDS:
+        raise DataError(f"{path}: special ids {ids} differ from the expected {SPECIAL_IDS}")
+    return sp

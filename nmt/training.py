@@ -1,0 +1,302 @@
+"""Training loop: token batches, Adam with inverse-square-root warmup, validation, early stopping, resume."""
+
+import json
+import logging
+import math
+import os
+import random
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import sacrebleu
+import torch
+
+from nmt.checkpoint import load_checkpoint, save_checkpoint
+from nmt.config import DecodeConfig, TrainConfig
+from nmt.data import ParallelData, make_batch, read_lines, token_batches
+from nmt.errors import DataError
+from nmt.loss import LabelSmoothedCrossEntropy
+from nmt.model import Seq2Seq, build_model
+from nmt.subword import load_subword
+from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, translate_lines
+
+log = logging.getLogger(__name__)
+
+
+def lr_at_step(step: int, peak_lr: float, warmup_steps: int) -> float:
+    """Linear warmup to ``peak_lr`` over ``warmup_steps``, then decay with 1/sqrt(step).
+
+    Vaswani et al. (2017, eq. 3) use ``d_model ** -0.5`` as the peak scale; we take the peak
+    learning rate itself from the config, which is easier to compare across model sizes.
+    """
+    step = max(step, 1)
+    if warmup_steps == 0:
+        return peak_lr
+    return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+
+class Stop:
+    """Remembers a SIGTERM/SIGINT (what SLURM sends before the walltime kill) until the next step."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+
+    def __enter__(self) -> "Stop":
+        self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        self.signal = signum
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "python": list(random.getstate()[1])}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate((3, tuple(state["python"]), None))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@torch.no_grad()
+def validate(
+    model: Seq2Seq,
+    dev: ParallelData,
+    dev_src_lines: list[str],
+    dev_ref_lines: list[str],
+    src_sp,
+    trg_sp,
+    config: TrainConfig,
+    device: torch.device,
+) -> dict[str, float]:
+    """Dev-set per-token loss and perplexity (teacher forcing) and greedy-search BLEU."""
+    model.eval()
+    criterion = LabelSmoothedCrossEntropy(0.0)
+    nll_sum, n_tokens = 0.0, 0
+    for indices in token_batches(dev.src.lengths, dev.trg.lengths, config.batch_tokens, seed=0, epoch=0):
+        batch = make_batch(dev, indices).to(device)
+        with autocast(device, config.bf16):
+            logits = model.logits(batch.src, batch.trg_in)
+        _, nll = criterion(logits, batch.trg_out)
+        nll_sum, n_tokens = nll_sum + float(nll), n_tokens + batch.n_trg_tokens
+    hyps = translate_lines(model, src_sp, trg_sp, dev_src_lines, DecodeConfig(method="greedy"), device, config.bf16)
+    bleu = sacrebleu.corpus_bleu(hyps, [dev_ref_lines]).score
+    model.train()
+    loss = nll_sum / max(n_tokens, 1)
+    return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bleu": bleu}
+
+
+def train(
+    model_options: dict[str, Any],
+    config: TrainConfig,
+    train_src: str | Path,
+    train_trg: str | Path,
+    dev_src: str | Path,
+    dev_ref: str | Path,
+    src_spm: str | Path,
+    trg_spm: str | Path,
+    model_dir: str | Path,
+) -> dict[str, Any]:
+    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,summary.json,valid.tsv}``.
+
+    Interrupted runs resume from ``model_dir/checkpoints/last.pt`` with the same optimizer,
+    schedule, random state and position in the epoch, so they end where an uninterrupted run
+    would. SIGTERM saves that checkpoint and exits with a message.
+
+    :param model_options: ``arch``, ``preset`` and architecture keys (see :func:`nmt.model.build_model`)
+    :param config: training settings
+    :return: the summary written to ``summary.json``
+    """
+    model_dir = Path(model_dir)
+    ckpt_dir = model_dir / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    device = get_device(config.device)
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
+
+    src_sp, trg_sp = load_subword(src_spm), load_subword(trg_spm)
+    shared_vocab = src_sp.serialized_model_proto() == trg_sp.serialized_model_proto()
+    data = ParallelData.from_files(train_src, train_trg, src_sp, trg_sp, config.max_length)
+    dev = ParallelData.from_files(dev_src, dev_ref, src_sp, trg_sp)
+    dev_src_lines, dev_ref_lines = read_lines(dev_src), read_lines(dev_ref)
+    log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
+
+    model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
+    optimizer = torch.optim.Adam(
+        model.parameters(),
+        lr=config.lr,
+        betas=config.adam_betas,
+        eps=config.adam_eps,
+        weight_decay=config.weight_decay,
+    )
+    criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
+    progress = {
+        "step": 0,
+        "epoch": 1,
+        "batch": 0,
+        "best": None,
+        "bad_evals": 0,
+        "train_seconds": 0.0,
+        "tokens": 0,
+    }
+    history: list[dict[str, float]] = []
+    last = ckpt_dir / "last.pt"
+    if last.exists():
+        ckpt = load_checkpoint(last, map_location=device)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        progress, history = ckpt["progress"], ckpt["history"]
+        _set_rng_state(ckpt["rng"])
+        log.info(
+            "resumed from %s at step %d (epoch %d, batch %d)",
+            last,
+            progress["step"],
+            progress["epoch"],
+            progress["batch"],
+        )
+
+    def save_last() -> None:
+        save_checkpoint(
+            last,
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "progress": progress,
+                "history": history,
+                "rng": _rng_state(),
+                "spec": model.spec,
+            },
+        )
+
+    def evaluate_and_keep_best() -> None:
+        scores = validate(model, dev, dev_src_lines, dev_ref_lines, src_sp, trg_sp, config, device)
+        history.append({"step": progress["step"], **scores})
+        metric = scores[config.valid_metric]
+        if progress["best"] is None or better(metric, progress["best"]):
+            progress["best"], progress["bad_evals"] = metric, 0
+            save_checkpoint(ckpt_dir / "best.pt", {"spec": model.spec, "model": model.state_dict()})
+        else:
+            progress["bad_evals"] += 1
+        log.info(
+            "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | best %s %.3f (%d without gain)",
+            progress["step"], scores["loss"], scores["ppl"], scores["bleu"], config.valid_metric, progress["best"],
+            progress["bad_evals"],
+        )  # fmt: skip
+
+    better = (lambda a, b: a > b) if config.valid_metric == "bleu" else (lambda a, b: a < b)
+    model.train()
+    done = progress["bad_evals"] >= config.patience or progress["step"] >= config.max_steps
+    window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}
+    with Stop() as stop:
+        while not done and progress["epoch"] <= config.max_epochs:
+            batches = token_batches(
+                data.src.lengths, data.trg.lengths, config.batch_tokens, config.seed, progress["epoch"]
+            )
+            # One update consumes accum_steps batches; resume skips the batches already consumed.
+            while progress["batch"] + config.accum_steps <= len(batches):
+                tick = time.perf_counter()
+                optimizer.zero_grad(set_to_none=True)
+                group = [make_batch(data, batches[progress["batch"] + i]).to(device) for i in range(config.accum_steps)]
+                n_tokens = sum(b.n_trg_tokens for b in group)
+                loss_sum = 0.0
+                for batch in group:
+                    with autocast(device, config.bf16):
+                        logits = model.logits(batch.src, batch.trg_in)
+                    loss, _ = criterion(logits, batch.trg_out)
+                    (loss / n_tokens).backward()
+                    loss_sum += float(loss.detach())
+                if config.clip_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+                lr = lr_at_step(progress["step"] + 1, config.lr, config.warmup_steps)
+                for group_ in optimizer.param_groups:
+                    group_["lr"] = lr
+                optimizer.step()
+                progress["step"] += 1
+                progress["batch"] += config.accum_steps
+                progress["tokens"] += n_tokens
+                progress["train_seconds"] += time.perf_counter() - tick
+                window["loss"] += loss_sum
+                window["tokens"] += n_tokens
+                step = progress["step"]
+                if step % config.log_every == 0:
+                    elapsed = time.perf_counter() - window["start"]
+                    log.info(
+                        "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s",
+                        step, progress["epoch"], window["loss"] / window["tokens"], lr, window["tokens"] / elapsed,
+                    )  # fmt: skip
+                    window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}
+                if step % config.valid_every == 0 or step >= config.max_steps:
+                    evaluate_and_keep_best()
+                    window["start"] = time.perf_counter()
+                if step % config.checkpoint_every == 0:
+                    save_last()
+                if stop.signal is not None:
+                    save_last()
+                    raise SystemExit(
+                        f"training stopped by signal {stop.signal} at step {step}; "
+                        f"checkpoint saved to {last}; run the same command again to resume"
+                    )
+                if progress["bad_evals"] >= config.patience or step >= config.max_steps:
+                    done = True
+                    break
+            if not done:
+                progress["epoch"] += 1
+                progress["batch"] = 0
+        if not history or history[-1]["step"] != progress["step"]:  # stopped by max_epochs between validations
+            evaluate_and_keep_best()
+        save_last()
+    return _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config)
+
+
+def _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config) -> dict[str, Any]:
+    """Write the best weights, the subword models and the summary into ``model_dir``."""
+    best = model_dir / "checkpoints" / "best.pt"
+    if not best.exists():
+        raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
+    save_checkpoint(model_dir / MODEL_FILE, load_checkpoint(best))
+    for src, name in ((src_spm, SRC_SPM), (trg_spm, TRG_SPM)):
+        tmp = model_dir / f".{name}.tmp"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, model_dir / name)
+    best_entry = (
+        max(history, key=lambda h: h["bleu"])
+        if config.valid_metric == "bleu"
+        else min(history, key=lambda h: h["loss"])
+    )
+    summary = {
+        "arch": model.spec["arch"],
+        "parameters": model.n_parameters(),
+        "steps": progress["step"],
+        "epochs": progress["epoch"],
+        "train_seconds": round(progress["train_seconds"], 1),
+        "train_tokens": progress["tokens"],
+        "tokens_per_second": round(progress["tokens"] / max(progress["train_seconds"], 1e-9), 1),
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "best_step": best_entry["step"],
+        "valid": best_entry,
+        "config": model.spec["config"],
+    }
+    (model_dir / "valid.tsv").write_text(
+        "step\tloss\tppl\tbleu\n"
+        + "".join(f"{h['step']}\t{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\n" for h in history)
+    )
+    tmp = model_dir / ".summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2))
+    os.replace(tmp, model_dir / "summary.json")
+    log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
+    return summary

@@ -1,0 +1,211 @@
+"""Transformer encoder-decoder (Vaswani et al. 2017), post-norm as in the paper or pre-norm.
+
+Legend: B batch, S source length, T target length, D model size, V vocabulary.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from nmt.attention import MultiHeadAttention
+from nmt.data import PAD
+
+
+@dataclass
+class TransformerConfig:
+    """Transformer sizes; ``share_embeddings`` needs a joint subword vocabulary."""
+
+    d_model: int = 256
+    n_heads: int = 4
+    ff_dim: int = 1024
+    enc_layers: int = 3
+    dec_layers: int = 3
+    dropout: float = 0.1
+    norm: Literal["pre", "post"] = "pre"
+    share_embeddings: bool = True
+    tie_output: bool = True
+    max_positions: int = 1024
+
+
+# Named layouts; "base" and "big" are table 3 of the paper, "small"/"tiny" are our CPU sizes.
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"d_model": 64, "n_heads": 2, "ff_dim": 128, "enc_layers": 1, "dec_layers": 1},
+    "small": {"d_model": 256, "n_heads": 4, "ff_dim": 1024, "enc_layers": 3, "dec_layers": 3},
+    "base": {
+        "d_model": 512, "n_heads": 8, "ff_dim": 2048, "enc_layers": 6, "dec_layers": 6,
+        "dropout": 0.1, "norm": "post",
+    },
+    "big": {
+        "d_model": 1024, "n_heads": 16, "ff_dim": 4096, "enc_layers": 6, "dec_layers": 6,
+        "dropout": 0.3, "norm": "post",
+    },
+}  # fmt: skip
+
+
+def sinusoid_table(length: int, d_model: int) -> torch.Tensor:
+    """Sinusoidal position encodings with base 10000 (section 3.5), shape (length, D)."""
+    pos = torch.arange(length, dtype=torch.float32)[:, None]
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(length, d_model)
+    table[:, 0::2] = torch.sin(pos * inv_freq)
+    table[:, 1::2] = torch.cos(pos * inv_freq)
+    return table
+
+
+class TransformerEmbedding(nn.Module):
+    """Token embedding scaled by sqrt(D) plus sinusoidal positions, then dropout."""
+
+    def __init__(self, vocab_size: int, config: TransformerConfig) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, config.d_model, padding_idx=PAD)
+        nn.init.normal_(self.tokens.weight, std=config.d_model**-0.5)
+        nn.init.zeros_(self.tokens.weight[PAD])
+        self.scale = math.sqrt(config.d_model)
+        self.register_buffer("positions", sinusoid_table(config.max_positions, config.d_model), persistent=False)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Embed ``ids`` (B, L) whose first position is ``start``; returns (B, L, D)."""
+        L = ids.size(1)
+        if start + L > self.positions.size(0):
+            raise ValueError(f"sequence of length {start + L} exceeds max_positions {self.positions.size(0)}")
+        return self.dropout(self.tokens(ids) * self.scale + self.positions[start : start + L])
+
+
+class FeedForward(nn.Sequential):
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__(
+            nn.Linear(config.d_model, config.ff_dim),
+            nn.ReLU(),
+            nn.Dropout(config.dropout),
+            nn.Linear(config.ff_dim, config.d_model),
+        )
+
+
+class Sublayer(nn.Module):
+    """Residual wrapper: ``x + drop(f(norm(x)))`` (pre-norm) or ``norm(x + drop(f(x)))`` (post-norm)."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+        self.pre_norm = config.norm == "pre"
+
+    def forward(self, x: torch.Tensor, f, *args, **kwargs) -> tuple[torch.Tensor, Any]:
+        y, extra = f(self.norm(x) if self.pre_norm else x, *args, **kwargs)
+        x = x + self.dropout(y)
+        return (x if self.pre_norm else self.norm(x)), extra
+
+
+def _plain(module: nn.Module):
+    """Adapt a module returning one tensor to the (output, extra) convention of :class:`Sublayer`."""
+    return lambda x: (module(x), None)
+
+
+class TransformerEncoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout, self_attention=True)
+        self.ff = FeedForward(config)
+        self.attn_sub, self.ff_sub = Sublayer(config), Sublayer(config)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        x, _ = self.attn_sub(x, self.self_attn, mask)
+        x, _ = self.ff_sub(x, _plain(self.ff))
+        return x
+
+
+class TransformerDecoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout, self_attention=True)
+        self.cross_attn = MultiHeadAttention(config.d_model, config.n_heads, config.dropout, self_attention=False)
+        self.ff = FeedForward(config)
+        self.self_sub, self.cross_sub, self.ff_sub = Sublayer(config), Sublayer(config), Sublayer(config)
+
+    def forward(self, x, src_mask, kv, cache=None):
+        """``x`` (B, L, D); ``kv`` cross keys/values; ``cache`` self keys/values of earlier steps."""
+        x, cache = self.self_sub(x, self.self_attn, None, causal=True, cache=cache)
+        x, _ = self.cross_sub(x, self.cross_attn, src_mask, kv=kv)
+        x, _ = self.ff_sub(x, _plain(self.ff))
+        return x, cache
+
+
+class TransformerEncoder(nn.Module):
+    """Stack of self-attention layers over the embedded source."""
+
+    def __init__(self, embedding: TransformerEmbedding, config: TransformerConfig) -> None:
+        super().__init__()
+        self.embedding = embedding
+        self.layers = nn.ModuleList(TransformerEncoderLayer(config) for _ in range(config.enc_layers))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
+
+    def forward(self, src: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Encode ``src`` (B, S); returns ``memory`` (B, S, D) and ``src_mask`` (B, 1, 1, S)."""
+        mask = (src != PAD)[:, None, None, :]
+        x = self.embedding(src)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return {"memory": self.final_norm(x), "src_mask": mask}
+
+
+class TransformerDecoder(nn.Module):
+    """Causal self-attention, cross-attention and feed-forward layers; a key/value cache for steps."""
+
+    def __init__(self, embedding: TransformerEmbedding, vocab_size: int, config: TransformerConfig) -> None:
+        super().__init__()
+        self.embedding = embedding
+        self.layers = nn.ModuleList(TransformerDecoderLayer(config) for _ in range(config.dec_layers))
+        self.final_norm = nn.LayerNorm(config.d_model) if config.norm == "pre" else nn.Identity()
+        self.output = nn.Linear(config.d_model, vocab_size, bias=False)
+        if config.tie_output:
+            self.output.weight = embedding.tokens.weight
+        self.n_heads = config.n_heads
+
+    def forward(self, trg_in: torch.Tensor, enc: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V) for ``trg_in`` (B, T)."""
+        x = self.embedding(trg_in)
+        for layer in self.layers:
+            x, _ = layer(x, enc["src_mask"], layer.cross_attn.project_kv(enc["memory"]))
+        return self.output(self.final_norm(x))
+
+    def init_state(self, enc: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """Cross keys/values of every layer, computed once, and an empty self-attention cache."""
+        memory = enc["memory"]
+        B, _, D = memory.shape
+        empty = memory.new_zeros(B, self.n_heads, 0, D // self.n_heads)
+        return {
+            "src_mask": enc["src_mask"],
+            "cross": [layer.cross_attn.project_kv(memory) for layer in self.layers],
+            "cache": [(empty, empty) for _ in self.layers],
+            "pos": 0,
+        }
+
+    def step(self, trg_prev: torch.Tensor, state: dict[str, Any]) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Logits (B, V) for the next position given the previous token ``trg_prev`` (B,)."""
+        x = self.embedding(trg_prev[:, None], start=state["pos"])  # (B, 1, D)
+        caches = []
+        for layer, kv, cache in zip(self.layers, state["cross"], state["cache"], strict=True):
+            x, cache = layer(x, state["src_mask"], kv, cache)
+            caches.append(cache)
+        logits = self.output(self.final_norm(x))[:, 0]
+        return logits, {**state, "cache": caches, "pos": state["pos"] + 1}
+
+
+def build_transformer(
+    config: TransformerConfig, src_vocab: int, trg_vocab: int, shared_vocab: bool
+) -> tuple[TransformerEncoder, TransformerDecoder]:
+    """Encoder and decoder; source and target embeddings are one matrix when ``share_embeddings``."""
+    trg_embedding = TransformerEmbedding(trg_vocab, config)
+    src_embedding = (
+        trg_embedding if config.share_embeddings and shared_vocab else TransformerEmbedding(src_vocab, config)
+    )
+    encoder = TransformerEncoder(src_embedding, config)
+    decoder = TransformerDecoder(trg_embedding, trg_vocab, config)
+    for name, p in [*encoder.named_parameters(), *decoder.named_parameters()]:
+        if p.dim() == 2 and "embedding" not in name:
+            nn.init.xavier_uniform_(p)
+    return encoder, decoder

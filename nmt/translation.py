@@ -1,0 +1,104 @@
+"""Translate sentences or files with a trained model directory (test sets and back-translation alike)."""
+
+import logging
+import os
+from pathlib import Path
+
+import sentencepiece as spm
+import torch
+
+from nmt.checkpoint import load_checkpoint
+from nmt.config import DecodeConfig
+from nmt.data import EOS, pad, read_lines
+from nmt.errors import DataError
+from nmt.model import Seq2Seq, model_from_spec
+from nmt.search import beam_search, greedy_search
+from nmt.subword import load_subword
+
+log = logging.getLogger(__name__)
+
+# Files of a model directory written by nmt.training.train and read here.
+MODEL_FILE, SRC_SPM, TRG_SPM = "model.pt", "src.model", "trg.model"
+
+
+def get_device(name: str = "auto") -> torch.device:
+    """``auto`` picks CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise DataError("device 'cuda' was requested but no CUDA device is available")
+    return torch.device(name)
+
+
+def autocast(device: torch.device, bf16: str = "auto"):
+    """bf16 autocast context: on by default on CUDA, opt-in on CPU (``bf16: on``)."""
+    enabled = bf16 == "on" or (bf16 == "auto" and device.type == "cuda")
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+def load_model(
+    model_dir: str | Path, device: torch.device
+) -> tuple[Seq2Seq, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
+    """Load the model and its source/target subword models from ``model_dir``."""
+    model_dir = Path(model_dir)
+    ckpt = load_checkpoint(model_dir / MODEL_FILE, map_location=device)
+    model = model_from_spec(ckpt["spec"])
+    model.load_state_dict(ckpt["model"])
+    model.to(device).eval()
+    return model, load_subword(model_dir / SRC_SPM), load_subword(model_dir / TRG_SPM)
+
+
+@torch.no_grad()
+def translate_lines(
+    model: Seq2Seq,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: list[str],
+    config: DecodeConfig,
+    device: torch.device,
+    bf16: str = "auto",
+) -> list[str]:
+    """Translate plain-text ``lines`` into detokenized plain text, in input order.
+
+    Sentences are sorted by length so that each batch holds similar lengths (little padding).
+    """
+    was_training = model.training
+    model.eval()
+    ids = [p + [EOS] for p in src_sp.encode(lines)]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    hyps: list[str] = [""] * len(ids)
+    for start in range(0, len(order), config.batch_size):
+        chunk = order[start : start + config.batch_size]
+        src = pad([ids[i] for i in chunk]).to(device)
+        with autocast(device, bf16):
+            if config.method == "greedy":
+                out = greedy_search(model, src, config.max_len_a, config.max_len_b)
+            else:
+                out = beam_search(
+                    model, src, config.beam_size, config.length_penalty, config.max_len_a, config.max_len_b
+                )
+        for i, hyp in zip(chunk, out, strict=True):
+            hyps[i] = trg_sp.decode(hyp)
+    model.train(was_training)
+    return hyps
+
+
+def translate_file(
+    model_dir: str | Path,
+    src_path: str | Path,
+    hyp_path: str | Path,
+    config: DecodeConfig,
+    device: str = "auto",
+) -> int:
+    """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count."""
+    dev = get_device(device)
+    model, src_sp, trg_sp = load_model(model_dir, dev)
+    lines = read_lines(src_path)
+    log.info("translating %d lines of %s with %s (%s)", len(lines), src_path, config, dev)
+    hyps = translate_lines(model, src_sp, trg_sp, lines, config, dev)
+    hyp_path = Path(hyp_path)
+    hyp_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = hyp_path.with_name(f".{hyp_path.name}.tmp")
+    tmp.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    os.replace(tmp, hyp_path)
+    return len(hyps)

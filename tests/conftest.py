@@ -1,0 +1,77 @@
+"""Shared fixtures: a synthetic toy translation task, its subword model, tiny configs, the shared mirror."""
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt.config import SubwordConfig, TrainConfig
+from nmt.model import build_model
+from nmt.subword import train_subword
+
+REPO = Path(__file__).resolve().parents[1]
+MIRROR = REPO.parent / "shared" / "data" / "mirror"
+ARCHS = ["transformer"]
+
+# The toy "language pair": every source word has one target word, and the order is kept, so a tiny
+# model can learn it in seconds; enough to check that training and search really work.
+LEXICON = {
+    "house": "haus", "dog": "hund", "cat": "katze", "red": "rot", "big": "gross", "small": "klein",
+    "man": "mann", "woman": "frau", "runs": "rennt", "sleeps": "schlaeft", "the": "der", "a": "ein",
+    "green": "gruen", "tree": "baum", "water": "wasser", "eats": "isst",
+}  # fmt: skip
+
+
+def make_toy_corpus(n: int, seed: int) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    words = sorted(LEXICON)
+    src = [" ".join(rng.choice(words) for _ in range(rng.randint(2, 6))) for _ in range(n)]
+    return src, [" ".join(LEXICON[w] for w in s.split()) for s in src]
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def toy_corpus(tmp_path_factory) -> dict[str, Path]:
+    """Files train/dev/test .en/.de of the toy task."""
+    root = tmp_path_factory.mktemp("toy")
+    files = {}
+    for split, n, seed in (("train", 600, 1), ("dev", 40, 2), ("test", 40, 3)):
+        src, trg = make_toy_corpus(n, seed)
+        files[f"{split}.en"] = write_lines(root / f"{split}.en", src)
+        files[f"{split}.de"] = write_lines(root / f"{split}.de", trg)
+    return files
+
+
+@pytest.fixture(scope="session")
+def toy_spm(toy_corpus, tmp_path_factory) -> dict[str, Path]:
+    """A joint sentencepiece BPE model of about 80 pieces, as ``{"en": path, "de": path}``."""
+    root = tmp_path_factory.mktemp("spm")
+    models = {"en": root / "en.model", "de": root / "de.model"}
+    train_subword(
+        [toy_corpus["train.en"]],
+        [toy_corpus["train.de"]],
+        models["en"],
+        models["de"],
+        SubwordConfig(vocab_size=80),
+    )
+    return models
+
+
+def tiny_model(arch: str, vocab: int = 40, **overrides):
+    """An untrained tiny model of ``arch`` without dropout (deterministic outputs)."""
+    torch.manual_seed(0)
+    return build_model({"arch": arch, "preset": "tiny", "dropout": 0.0, **overrides}, vocab, vocab, True).eval()
+
+
+def tiny_train_config(**overrides) -> TrainConfig:
+    values = dict(
+        batch_tokens=400, max_steps=60, warmup_steps=10, lr=3e-3, log_every=20, valid_every=30, checkpoint_every=10,
+        threads=2,
+    )  # fmt: skip
+    values.update(overrides)
+    return TrainConfig(**values)

@@ -1,0 +1,332 @@
+"""Tests of nmt.cleaning: reading raw files, normalization, filters and eval-set preparation."""
+
+import gzip
+import json
+import lzma
+from pathlib import Path
+
+import pytest
+
+from nmt.cleaning import Normalizer, clean_corpus, open_text, prepare_eval_set
+from nmt.config import CleanConfig
+from nmt.errors import DataError
+
+MIRROR = Path(__file__).parents[2] / "shared/data/mirror"
+MULTI30K = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+needs_mirror = pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30k not found in the mirror at {MIRROR}")
+
+
+# "I want" in Persian: the zero-width non-joiner (U+200C) is part of the spelling and must survive.
+PERSIAN_WITH_ZWNJ = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+
+
+def assert_one_line(excinfo: pytest.ExceptionInfo, *names: str | Path) -> str:
+    """Check that the error message is one line that contains every one of ``names``."""
+    message = str(excinfo.value)
+    assert "\n" not in message
+    for name in names:
+        assert str(name) in message
+    return message
+
+
+def write_lines(path: Path, lines: list[str | bytes]) -> Path:
+    """Write ``lines`` (str as UTF-8, bytes as they are) with ``\\n`` terminators."""
+    path.write_bytes(b"".join((x if isinstance(x, bytes) else x.encode()) + b"\n" for x in lines))
+    return path
+
+
+def read_lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def run_clean(tmp_path: Path, src: list[str | bytes], trg: list[str | bytes], **config: object) -> dict:
+    """Clean an in-memory corpus with ``CleanConfig(**config)``; outputs go to ``tmp_path/out``."""
+    return clean_corpus(
+        write_lines(tmp_path / "raw.de", src),
+        write_lines(tmp_path / "raw.en", trg),
+        tmp_path / "out" / "train.de",
+        tmp_path / "out" / "train.en",
+        tmp_path / "out" / "report.json",
+        CleanConfig(**config),
+        "de",
+        "en",
+    )
+
+
+@pytest.mark.parametrize(
+    ("lang", "punctuation", "line", "expected"),
+    [
+        ("de", True, "Cafe\u0301 au lait", "Caf\u00e9 au lait"),  # NFC composes e + combining acute
+        ("de", True, "\u201eHallo\u201c sagte er.", '"Hallo" sagte er.'),
+        ("de", False, "\u201eHallo\u201c sagte er.", "\u201eHallo\u201c sagte er."),
+        ("fr", True, "Il a dit \u00ab oui \u00bb ?", 'Il a dit " oui " ?'),
+        ("en", True, "Wait\u2026", "Wait..."),
+        ("en", True, "1 \u2013 2", "1 - 2"),
+        ("de", True, "a\x00b", "ab"),
+        ("de", True, "a\tb", "a b"),
+        ("de", True, "a\u2028b", "a b"),
+        ("de", True, "a\u200bb", "ab"),  # zero-width space (Cf)
+        ("de", True, "Trenn\u00adstrich", "Trennstrich"),  # soft hyphen (Cf)
+        ("de", True, "a\ufeffb", "ab"),  # BOM inside a line
+        ("de", True, "a\ue000b", "ab"),  # private use (Co)
+        ("fa", True, PERSIAN_WITH_ZWNJ, PERSIAN_WITH_ZWNJ),
+        ("de", True, "a\x1b[0mb", "a[0mb"),
+        ("de", True, "  a \u00a0  b\r ", "a b"),
+        ("de", True, "\x00\x01 \x7f", ""),
+        ("de", False, "plain line", "plain line"),
+    ],
+)
+def test_normalizer(lang: str, punctuation: bool, line: str, expected: str) -> None:
+    assert Normalizer(lang, punctuation)(line) == expected
+
+
+def test_filters_and_report(tmp_path: Path) -> None:
+    pairs = [
+        ("a b c", "x y z"),  # kept
+        ("", "x y"),  # empty
+        (" \x00 \t", "x y"),  # empty once normalized
+        ("a", "x y"),  # too_short: 1 < min_length
+        ("a b c d e f", "x y z"),  # too_long: 6 > max_length
+        ("a b", "v w x y z"),  # ratio: 5 / 2 > 2
+        ("a b c", "x y z"),  # duplicate
+        ("a  b\tc ", "x y z"),  # duplicate once normalized
+        ("a b c", "x y q"),  # kept: only the exact pair is a duplicate
+        ("a b c d", "w x y z"),  # kept
+    ]
+    report = run_clean(
+        tmp_path, [s for s, _ in pairs], [t for _, t in pairs], min_length=2, max_length=5, max_ratio=2.0
+    )
+    expected_dropped = {
+        "invalid_utf8": 0,
+        "empty": 2,
+        "too_short": 1,
+        "too_long": 1,
+        "ratio": 1,
+        "duplicate": 2,
+    }
+    assert report == {
+        "src": str(tmp_path / "raw.de"),
+        "trg": str(tmp_path / "raw.en"),
+        "lines_in": 10,
+        "kept": 3,
+        "dropped": expected_dropped,
+    }
+    assert json.loads((tmp_path / "out" / "report.json").read_text()) == report
+    assert read_lines(tmp_path / "out" / "train.de") == ["a b c", "a b c", "a b c d"]
+    assert read_lines(tmp_path / "out" / "train.en") == ["x y z", "x y q", "w x y z"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json", "train.de", "train.en"]
+
+
+def test_dedup_off_keeps_duplicates(tmp_path: Path) -> None:
+    report = run_clean(tmp_path, ["a b", "a b"], ["x y", "x y"], dedup=False)
+    assert report["kept"] == 2
+    assert report["dropped"]["duplicate"] == 0
+
+
+def test_one_megabyte_line_is_too_long(tmp_path: Path) -> None:
+    huge = "wort " * 200_000
+    report = run_clean(tmp_path, ["ein Satz", huge, "noch ein Satz"], ["a sentence", "x", "another sentence"])
+    assert report["dropped"]["too_long"] == 1
+    assert read_lines(tmp_path / "out" / "train.en") == ["a sentence", "another sentence"]
+
+
+def test_invalid_utf8_dropped_without_misalignment(tmp_path: Path) -> None:
+    src = ["eins zwei", b"kaputt \xff\xfe zeile", "drei vier", "f\xfcnf sechs"]
+    trg = ["one two", "broken line", "three four", b"five \xc3 six"]
+    report = run_clean(tmp_path, src, trg)
+    assert report["dropped"]["invalid_utf8"] == 2
+    assert read_lines(tmp_path / "out" / "train.de") == ["eins zwei", "drei vier"]
+    assert read_lines(tmp_path / "out" / "train.en") == ["one two", "three four"]
+
+
+def test_line_count_mismatch(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "raw.de", ["a", "b", "c"])
+    trg = write_lines(tmp_path / "raw.en", ["x", "y"])
+    out = tmp_path / "out"
+    with pytest.raises(DataError) as excinfo:
+        clean_corpus(src, trg, out / "t.de", out / "t.en", out / "r.json", CleanConfig(), "de", "en")
+    assert assert_one_line(excinfo, src, trg) == f"{src} has 3 lines but {trg} has 2"
+    assert list(out.iterdir()) == []  # temp files removed, nothing half-written
+
+
+def test_empty_corpus(tmp_path: Path) -> None:
+    (tmp_path / "raw.de").write_bytes(b"")
+    (tmp_path / "raw.en").write_bytes(b"")
+    with pytest.raises(DataError) as excinfo:
+        clean_corpus(
+            tmp_path / "raw.de",
+            tmp_path / "raw.en",
+            tmp_path / "a",
+            tmp_path / "b",
+            tmp_path / "r",
+            CleanConfig(),
+            "de",
+            "en",
+        )
+    assert_one_line(excinfo, tmp_path / "raw.de", "corpus is empty")
+
+
+def test_fully_filtered_corpus(tmp_path: Path) -> None:
+    with pytest.raises(DataError) as excinfo:
+        run_clean(tmp_path, ["a b c", "", "a b c d"], ["x", "x", "x"], max_ratio=2.0)
+    message = assert_one_line(excinfo, tmp_path / "raw.de", "empty=1", "ratio=2")
+    assert "all 3 lines" in message
+    assert not (tmp_path / "out" / "report.json").exists()
+    assert not (tmp_path / "out" / "train.de").exists()
+
+
+def test_missing_input(tmp_path: Path) -> None:
+    write_lines(tmp_path / "raw.en", ["x"])
+    with pytest.raises(DataError) as excinfo:
+        list(open_text(tmp_path / "raw.de"))
+    assert_one_line(excinfo, tmp_path / "raw.de", "no such file")
+
+
+TEXT = "Zwei Männer\nstehen am Herd.\n"
+LONG_TEXT = "".join(f"Satz Nummer {i} über einen Hund.\n" for i in range(5000)).encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("train.de", gzip.compress(TEXT.encode())),  # gzip without .gz in the name
+        ("train.txt.gz", gzip.compress(TEXT.encode())),
+        ("train.de.gz", gzip.compress(TEXT.encode()[:5]) + gzip.compress(TEXT.encode()[5:])),  # two members
+        ("train.de", lzma.compress(TEXT.encode())),  # xz by magic
+        ("train.de.gz", TEXT.encode()),  # named .gz but plain text
+        ("train.de", TEXT.replace("\n", "\r\n").encode()),  # CRLF
+        ("train.de", b"\xef\xbb\xbf" + TEXT.encode()),  # BOM
+        ("train.de.gz", gzip.compress(b"\xef\xbb\xbf" + TEXT.replace("\n", "\r\n").encode())),
+        ("train.de", TEXT.encode().rstrip(b"\n")),  # no final newline
+    ],
+    ids=[
+        "gzip_magic",
+        "gzip_ext",
+        "gzip_members",
+        "xz_magic",
+        "text_named_gz",
+        "crlf",
+        "bom",
+        "gzip_bom_crlf",
+        "no_eol",
+    ],
+)
+def test_open_text_formats(tmp_path: Path, name: str, data: bytes) -> None:
+    (tmp_path / name).write_bytes(data)
+    assert list(open_text(tmp_path / name)) == ["Zwei Männer", "stehen am Herd."]
+
+
+def test_open_text_keeps_blank_lines_and_inner_separators(tmp_path: Path) -> None:
+    # \r and U+2028 inside a line must not split it, or the two sides would fall out of step.
+    (tmp_path / "x").write_bytes("a\rb\n\nc\u2028d\n".encode())
+    assert list(open_text(tmp_path / "x")) == ["a\rb", "", "c\u2028d"]
+
+
+def test_open_text_invalid_utf8_is_none(tmp_path: Path) -> None:
+    (tmp_path / "x.gz").write_bytes(gzip.compress(b"ok\nbad \xff\nstill ok\n"))
+    assert list(open_text(tmp_path / "x.gz")) == ["ok", None, "still ok"]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "problem"),
+    [
+        ("train.de.gz", b"PK\x03\x04\x00\x00binary zip, not gzip", "not a gzip file"),
+        ("train.de.xz", b"\x00\x01\x02\x03", "not a xz file"),
+        (
+            "train.de.gz",
+            gzip.compress(LONG_TEXT)[: len(gzip.compress(LONG_TEXT)) // 2],
+            "truncated gzip stream",
+        ),
+        ("train.de", gzip.compress(TEXT.encode())[:-8], "truncated gzip stream"),
+        ("train.de", lzma.compress(TEXT.encode())[:-20], "xz stream"),
+    ],
+    ids=["zip_named_gz", "binary_named_xz", "gzip_cut_in_half", "gzip_without_trailer", "xz_cut"],
+)
+def test_open_text_bad_files(tmp_path: Path, name: str, data: bytes, problem: str) -> None:
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(DataError) as excinfo:
+        list(open_text(tmp_path / name))
+    assert_one_line(excinfo, f"{tmp_path / name}: ", problem)
+
+
+def test_corrupt_gzip(tmp_path: Path) -> None:
+    data = bytearray(gzip.compress(("Ein Hund läuft. " * 200).encode()))
+    data[-8] ^= 0xFF  # break the CRC
+    (tmp_path / "x.gz").write_bytes(bytes(data))
+    with pytest.raises(DataError) as excinfo:
+        list(open_text(tmp_path / "x.gz"))
+    assert_one_line(excinfo, tmp_path / "x.gz", "corrupt gzip stream")
+
+
+def test_clean_reads_gzip(tmp_path: Path) -> None:
+    (tmp_path / "raw.de.gz").write_bytes(gzip.compress("\u201eJa\u201c , sagte er .\n".encode()))
+    (tmp_path / "raw.en.gz").write_bytes(gzip.compress(b'" Yes , " he said .\n'))
+    out = tmp_path / "out"
+    report = clean_corpus(
+        tmp_path / "raw.de.gz",
+        tmp_path / "raw.en.gz",
+        out / "t.de",
+        out / "t.en",
+        out / "r.json",
+        CleanConfig(),
+        "de",
+        "en",
+    )
+    assert report["kept"] == 1
+    assert read_lines(out / "t.de") == ['"Ja" , sagte er .']
+
+
+def test_prepare_eval_set_keeps_ref_verbatim(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "test.de", ["\u201eHallo\u201c  Welt\x00", b"\xef\xbb\xbfzweite Zeile"])
+    refs = ["  \u201cHello\u201d   world ", ""]
+    (tmp_path / "test.en.gz").write_bytes(gzip.compress(b"\xef\xbb\xbf" + "\r\n".join(refs).encode() + b"\r\n"))
+    n = prepare_eval_set(src, tmp_path / "test.en.gz", tmp_path / "out" / "src", tmp_path / "out" / "ref", "de")
+    assert n == 2
+    assert read_lines(tmp_path / "out" / "ref") == refs
+    # A BOM that is not at the start of the file is a stray U+FEFF, which the normalizer removes.
+    assert read_lines(tmp_path / "out" / "src") == ['"Hallo" Welt', "zweite Zeile"]
+
+
+def test_prepare_eval_set_mismatch(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "test.de", ["a", "b"])
+    ref = write_lines(tmp_path / "test.en", ["x", "y", "z"])
+    with pytest.raises(DataError) as excinfo:
+        prepare_eval_set(src, ref, tmp_path / "out" / "src", tmp_path / "out" / "ref", "de")
+    assert assert_one_line(excinfo, src, ref) == f"{src} has 2 lines but {ref} has 3"
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_prepare_eval_set_invalid_utf8(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "test.de", ["a", "b"])
+    ref = write_lines(tmp_path / "test.en", ["x", b"y \xe9"])
+    with pytest.raises(DataError) as excinfo:
+        prepare_eval_set(src, ref, tmp_path / "out" / "src", tmp_path / "out" / "ref", "de")
+    assert assert_one_line(excinfo, ref) == f"{ref}: line 2 is not valid UTF-8"
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@needs_mirror
+def test_prepare_real_multi30k_test_set(tmp_path: Path) -> None:
+    ref_gz = MULTI30K / "test_2016_flickr.de.gz"
+    n = prepare_eval_set(MULTI30K / "test_2016_flickr.en.gz", ref_gz, tmp_path / "src", tmp_path / "ref", "en")
+    assert n == 1000
+    assert (tmp_path / "ref").read_bytes() == gzip.decompress(ref_gz.read_bytes())
+    assert len(read_lines(tmp_path / "src")) == 1000
+
+
+@needs_mirror
+def test_clean_real_multi30k_val(tmp_path: Path) -> None:
+    report = clean_corpus(
+        MULTI30K / "val.de.gz",
+        MULTI30K / "val.en.gz",
+        tmp_path / "val.de",
+        tmp_path / "val.en",
+        tmp_path / "report.json",
+        CleanConfig(),
+        "de",
+        "en",
+    )
+    assert report["lines_in"] == 1014
+    assert report["kept"] + sum(report["dropped"].values()) == 1014
+    assert report["kept"] > 1000
+    assert len(read_lines(tmp_path / "val.de")) == len(read_lines(tmp_path / "val.en")) == report["kept"]

@@ -1,0 +1,95 @@
+"""Config dataclasses: loud errors, and the schema documents the same defaults as the code."""
+
+import dataclasses
+
+import pytest
+import yaml
+from conftest import REPO
+
+from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, TrainConfig, from_dict
+from nmt.errors import ConfigError
+from nmt.model import resolve_model_options
+
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+
+
+@pytest.mark.parametrize(
+    "cls, data, message",
+    [
+        (TrainConfig, {"lrr": 1}, "train: unknown key 'lrr'"),
+        (TrainConfig, {"lr": "fast"}, "train.lr: expected float, got 'fast'"),
+        (TrainConfig, {"lr": -1}, "train.lr: must be > 0"),
+        (TrainConfig, {"max_steps": True}, "train.max_steps: expected int"),
+        (TrainConfig, {"valid_metric": "ter"}, "train.valid_metric: 'ter' is not one of 'bleu', 'loss'"),
+        (SubwordConfig, {"model_type": "wordpiece"}, "train.model_type: 'wordpiece' is not one of"),
+        (DecodeConfig, {"beam_size": 0}, "train.beam_size: must be > 0"),
+        (CleanConfig, [], "train: expected a mapping"),
+    ],
+)
+def test_bad_values_fail_with_one_line_naming_the_key(cls, data, message):
+    with pytest.raises(ConfigError) as e:
+        from_dict(cls, data, "train")
+    assert message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_from_dict_converts_ints_and_lists():
+    config = from_dict(TrainConfig, {"lr": 1, "adam_betas": [0.9, 0.99]}, "train")
+    assert config.lr == 1.0 and isinstance(config.lr, float)
+    assert config.adam_betas == (0.9, 0.99)
+
+
+@pytest.mark.parametrize(
+    "section, cls",
+    [
+        ("cleaning", CleanConfig),
+        ("subword", SubwordConfig),
+        ("training", TrainConfig),
+        ("decoding", DecodeConfig),
+    ],
+)
+def test_schema_documents_every_field_with_the_code_default(section, cls):
+    properties = SCHEMA["properties"][section]["properties"]
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    assert set(properties) == set(fields)
+    for name, field in fields.items():
+        assert "description" in properties[name], name
+        default = properties[name]["default"]
+        assert (tuple(default) if isinstance(default, list) else default) == field.default, name
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"arch": "lstm"}, "models.x.arch: 'lstm' is not one of"),
+        ({"arch": "transformer", "preset": "huge"}, "models.x.preset: 'huge' is not a transformer preset"),
+        ({"arch": "transformer", "d_modle": 3}, "models.x: unknown key 'd_modle'"),
+    ],
+)
+def test_model_options_are_checked(options, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve_model_options(options, "models.x")
+
+
+def test_presets_match_the_paper():
+    _, base = resolve_model_options({"arch": "transformer", "preset": "base"}, "m")
+    _, big = resolve_model_options({"arch": "transformer", "preset": "big"}, "m")
+    assert (base.enc_layers, base.dec_layers, base.d_model, base.n_heads, base.ff_dim, base.dropout) == (
+        6,
+        6,
+        512,
+        8,
+        2048,
+        0.1,
+    )
+    assert (big.enc_layers, big.dec_layers, big.d_model, big.n_heads, big.ff_dim, big.dropout) == (
+        6,
+        6,
+        1024,
+        16,
+        4096,
+        0.3,
+    )
+    assert base.norm == big.norm == "post"
+    _, small = resolve_model_options({"arch": "transformer", "preset": "small", "dropout": 0.2}, "m")
+    assert small.dropout == 0.2 and small.d_model == 256

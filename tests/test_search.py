@@ -1,0 +1,76 @@
+"""Greedy and beam search through the decoder contract."""
+
+import pytest
+import torch
+from conftest import ARCHS, tiny_model
+
+from nmt.data import EOS, PAD
+from nmt.search import beam_search, greedy_search, length_penalty, max_output_lengths
+
+V = 40
+
+
+def sources(B=6, S=9, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, V, (B, S), generator=g)
+    src[:, -1] = EOS
+    src[0, 5:] = PAD
+    src[0, 4] = EOS
+    return src
+
+
+def sequence_logprob(model, src_row, hyp):
+    """Log-probability of ``hyp`` + EOS under the model, by teacher forcing."""
+    from nmt.data import BOS
+
+    trg = torch.tensor([[BOS, *hyp]])
+    lprobs = torch.log_softmax(model.logits(src_row[None], trg), dim=-1)[0]
+    return float(lprobs.gather(1, torch.tensor([*hyp, EOS])[:, None]).sum())
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_beam_size_one_equals_greedy(arch):
+    model = tiny_model(arch, V)
+    src = sources()
+    assert beam_search(model, src, beam_size=1) == greedy_search(model, src)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_outputs_respect_the_length_limit(arch):
+    model = tiny_model(arch, V)
+    src = sources()
+    limit = max_output_lengths(src, 1.0, 2)
+    for out in (greedy_search(model, src, 1.0, 2), beam_search(model, src, 4, 1.0, 1.0, 2)):
+        assert len(out) == src.size(0)
+        for hyp, n in zip(out, limit.tolist(), strict=True):
+            assert len(hyp) <= n - 1 and EOS not in hyp and PAD not in hyp
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_beam_result_is_independent_of_the_batch(arch):
+    model = tiny_model(arch, V)
+    src = sources()
+    batched = beam_search(model, src, beam_size=4)
+    alone = [beam_search(model, src[i : i + 1], beam_size=4)[0] for i in range(src.size(0))]
+    assert batched == alone
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_wide_beam_scores_at_least_as_well_as_narrow(arch):
+    """With alpha=0 the beam ranks by log-probability; a wider beam should never do worse here."""
+    model = tiny_model(arch, V)
+    src = sources()
+    narrow = beam_search(model, src, beam_size=1, alpha=0.0)
+    wide = beam_search(model, src, beam_size=8, alpha=0.0)
+    gains = [
+        sequence_logprob(model, src[i], w) - sequence_logprob(model, src[i], n)
+        for i, (w, n) in enumerate(zip(wide, narrow, strict=True))
+    ]
+    assert min(gains) >= -1e-4
+    assert max(gains) > 0
+
+
+def test_length_penalty():
+    assert length_penalty(1, 1.0) == 1.0
+    assert length_penalty(7, 0.0) == 1.0
+    assert length_penalty(7, 1.0) == pytest.approx(2.0)

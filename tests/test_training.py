@@ -1,0 +1,107 @@
+"""Training on the toy task: it learns, it resumes exactly, it stops cleanly on SIGTERM."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+from conftest import REPO, tiny_train_config
+
+from nmt.checkpoint import load_checkpoint
+from nmt.config import DecodeConfig
+from nmt.training import lr_at_step, train
+from nmt.translation import get_device, load_model, translate_lines
+
+MODEL = {
+    "arch": "transformer",
+    "preset": "tiny",
+    "d_model": 64,
+    "ff_dim": 256,
+    "enc_layers": 2,
+    "dec_layers": 2,
+}
+
+
+def run_training(toy_corpus, toy_spm, model_dir, **overrides):
+    return train(
+        MODEL,
+        tiny_train_config(**overrides),
+        train_src=toy_corpus["train.en"],
+        train_trg=toy_corpus["train.de"],
+        dev_src=toy_corpus["dev.en"],
+        dev_ref=toy_corpus["dev.de"],
+        src_spm=toy_spm["en"],
+        trg_spm=toy_spm["de"],
+        model_dir=model_dir,
+    )
+
+
+def test_lr_schedule():
+    assert lr_at_step(1, 1.0, 100) == pytest.approx(0.01)
+    assert lr_at_step(100, 1.0, 100) == pytest.approx(1.0)
+    assert lr_at_step(400, 1.0, 100) == pytest.approx(0.5)
+    assert lr_at_step(5, 1.0, 0) == 1.0
+
+
+@pytest.fixture(scope="module")
+def trained(toy_corpus, toy_spm, tmp_path_factory):
+    model_dir = tmp_path_factory.mktemp("trained")
+    summary = run_training(toy_corpus, toy_spm, model_dir, max_steps=250, valid_every=125)
+    return model_dir, summary
+
+
+def test_training_learns_the_toy_task(trained, toy_corpus):
+    model_dir, summary = trained
+    assert summary["valid"]["bleu"] > 60
+    assert {"model.pt", "src.model", "trg.model", "summary.json", "valid.tsv"} <= {p.name for p in model_dir.iterdir()}
+    assert json.loads((model_dir / "summary.json").read_text())["steps"] == 250
+    device = get_device("cpu")
+    model, src_sp, trg_sp = load_model(model_dir, device)
+    hyps = translate_lines(model, src_sp, trg_sp, ["the big dog runs"], DecodeConfig(), device)
+    assert hyps == ["der gross hund rennt"]
+
+
+def test_checkpoints_load_weights_only(trained):
+    model_dir, _ = trained
+    for name in ("model.pt", "checkpoints/last.pt", "checkpoints/best.pt"):
+        ckpt = torch.load(model_dir / name, weights_only=True)
+        assert "model" in ckpt and "spec" in ckpt
+
+
+def test_resume_continues_exactly(toy_corpus, toy_spm, tmp_path):
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    run_training(toy_corpus, toy_spm, straight, max_steps=40, valid_every=1000)
+    run_training(toy_corpus, toy_spm, resumed, max_steps=20, valid_every=1000)
+    run_training(toy_corpus, toy_spm, resumed, max_steps=40, valid_every=1000)
+    a = load_checkpoint(straight / "checkpoints/last.pt")
+    b = load_checkpoint(resumed / "checkpoints/last.pt")
+    assert a["progress"]["step"] == b["progress"]["step"] == 40
+    for name, tensor in a["model"].items():
+        torch.testing.assert_close(tensor, b["model"][name], rtol=0, atol=0, msg=name)
+
+
+def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
+    """A training process that gets SIGTERM writes last.pt and exits with a one-line message."""
+    args = json.dumps(
+        {"corpus": {k: str(v) for k, v in toy_corpus.items()}, "spm": {k: str(v) for k, v in toy_spm.items()}}
+    )
+    code = (
+        "import json, sys; from pathlib import Path; from test_training import run_training; "
+        "a = json.loads(sys.argv[1]); "
+        f"run_training(a['corpus'], a['spm'], Path({str(tmp_path / 'm')!r}), "
+        "max_steps=100000, valid_every=100000, checkpoint_every=100000)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
+    proc = subprocess.Popen([sys.executable, "-c", code, args], stderr=subprocess.PIPE, text=True, env=env)
+    timer = threading.Timer(8.0, lambda: os.kill(proc.pid, signal.SIGTERM))
+    timer.start()
+    _, err = proc.communicate(timeout=120)
+    timer.cancel()
+    assert proc.returncode == 1
+    assert "training stopped by signal 15" in err and "run the same command again to resume" in err
+    ckpt = load_checkpoint(tmp_path / "m/checkpoints/last.pt")
+    assert ckpt["progress"]["step"] > 0

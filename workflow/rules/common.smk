@@ -1,0 +1,119 @@
+# Config validation, get_* helpers for params and inputs, wildcard constraints.
+
+import dataclasses
+import os
+
+import jsonschema
+import yaml
+from jsonschema.exceptions import best_match
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, TrainConfig, from_dict
+from nmt.errors import ConfigError
+from nmt.model import resolve_model_options
+
+
+def check_config(config, schema_path):
+    """Fail with one line naming the first bad key, before Snakemake's validate() fills in defaults."""
+    with open(schema_path) as f:
+        schema = yaml.safe_load(f)
+    error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is not None:
+        key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise WorkflowError(f"config key '{key}': {error.message}")
+
+
+check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+validate(config, "../schemas/config.schema.yaml")
+
+try:
+    CLEANING = from_dict(CleanConfig, config["cleaning"], "cleaning")
+    SUBWORD = from_dict(SubwordConfig, config["subword"], "subword")
+    TRAINING = from_dict(TrainConfig, config["training"], "training")
+    DECODING = from_dict(DecodeConfig, config["decoding"], "decoding")
+    for name, options in config["models"].items():
+        resolve_model_options(options, f"models.{name}")
+    for role, names in (("train", config["data"]["train"]), ("dev", [config["data"]["dev"]]), ("test", config["data"]["test"])):
+        for name in names:
+            if name not in config["corpora"]:
+                raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
+except ConfigError as e:
+    raise WorkflowError(f"config key {e}") from None
+
+PAIRS = [pair.split("-") for pair in config["pairs"]]
+MODELS = list(config["models"])
+
+
+wildcard_constraints:
+    src="[a-z]{2,3}",
+    trg="[a-z]{2,3}",
+    lang="[a-z]{2,3}",
+    corpus="[A-Za-z0-9_.]+",
+    model="[A-Za-z0-9_]+",
+    stage="baseline",
+
+
+def get_mirror():
+    """The mirror directory from the config, else $NMT_MIRROR, else None (real downloads)."""
+    mirror = config["mirror"] or os.environ.get("NMT_MIRROR") or None
+    return os.path.abspath(mirror) if mirror else None
+
+
+def get_url(wildcards):
+    return config["corpora"][wildcards.corpus]["url"].replace("{lang}", wildcards.lang)
+
+
+def get_sha256(wildcards):
+    return config["corpora"][wildcards.corpus].get("sha256", {}).get(wildcards.lang)
+
+
+def get_corpus_files(role, side):
+    """Input function: prepared files of ``data.train`` (cleaned, a list) or ``data.dev`` (one file).
+
+    :param role: "train" or "dev"
+    :param side: "src" or "trg"
+    """
+
+    def inputs(wildcards):
+        files = expand(
+            "results/{src}-{trg}/data/{folder}/{corpus}.{lang}",
+            src=wildcards.src,
+            trg=wildcards.trg,
+            folder="clean" if role == "train" else "eval",
+            corpus=config["data"][role],
+            lang=getattr(wildcards, side),
+        )
+        return files if role == "train" else files[0]
+
+    return inputs
+
+
+def get_model_options(wildcards):
+    return config["models"][wildcards.model]
+
+
+def get_training(wildcards, threads):
+    """The training config, with ``threads: 0`` resolved to the rule's threads."""
+    return dataclasses.replace(TRAINING, threads=TRAINING.threads or threads)
+
+
+def get_score_files():
+    return expand(
+        "results/{pair}/{model}/baseline/scores/{test}.json",
+        pair=config["pairs"],
+        model=MODELS,
+        test=config["data"]["test"],
+    )
+
+
+def get_system(wildcards):
+    """What identifies a row of the result table."""
+    return {
+        "pair": f"{wildcards.src}-{wildcards.trg}",
+        "testset": wildcards.test,
+        "model": wildcards.model,
+        "arch": config["models"][wildcards.model]["arch"],
+        "data": {"baseline": "parallel"}[wildcards.stage],
+    }
+

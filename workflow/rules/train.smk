@@ -1,0 +1,25 @@
+# Training stage: one model per pair and config["models"] entry.
+
+
+# Train a model on the cleaned parallel data; resumes from its last checkpoint when re-run.
+rule train_model:
+    input:
+        src=get_corpus_files("train", "src"),
+        trg=get_corpus_files("train", "trg"),
+        dev_src=get_corpus_files("dev", "src"),
+        dev_ref=get_corpus_files("dev", "trg"),
+        src_spm="results/{src}-{trg}/subword/{src}.model",
+        trg_spm="results/{src}-{trg}/subword/{trg}.model",
+    output:
+        model="results/{src}-{trg}/{model}/{stage}/model/model.pt",
+        summary="results/{src}-{trg}/{model}/{stage}/model/summary.json",
+    params:
+        model=get_model_options,
+        training=get_training,
+    log:
+        "results/logs/train_model/{src}-{trg}.{model}.{stage}.log",
+    threads: 8
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/train_model.py"

@@ -1,0 +1,16 @@
+"""Rule clean_corpus: normalize and filter one parallel training corpus."""
+
+from nmt.cleaning import clean_corpus
+from nmt.entry import entry_point
+
+with entry_point(snakemake.log[0]):
+    clean_corpus(
+        snakemake.input.src,
+        snakemake.input.trg,
+        snakemake.output.src,
+        snakemake.output.trg,
+        snakemake.output.report,
+        snakemake.params.cleaning,
+        src_lang=snakemake.wildcards.src,
+        trg_lang=snakemake.wildcards.trg,
+    )

@@ -1,0 +1,14 @@
+"""Rule score_translations: BLEU, chrF and TER of one translation, with the training facts."""
+
+from nmt.entry import entry_point
+from nmt.metrics import write_scores
+
+with entry_point(snakemake.log[0]):
+    write_scores(
+        snakemake.input.hyp,
+        snakemake.input.ref,
+        trg_lang=snakemake.wildcards.trg,
+        system=snakemake.params.system,
+        training_summary=snakemake.input.summary,
+        out_path=snakemake.output.scores,
+    )
