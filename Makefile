@@ -7,11 +7,10 @@ CORES ?= all
 MIRROR ?=
 SNAKE_CONFIG := $(if $(MIRROR),--config mirror=$(abspath $(MIRROR)),)
 
-.PHONY: install run test check format lint clean
+.PHONY: install run test check format clean
 
 $(BIN)/snakemake: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
 

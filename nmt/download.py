@@ -18,6 +18,9 @@ from nmt.errors import DownloadError
 
 log = logging.getLogger(__name__)
 
+# Environment variable naming the mirror when none is passed (the workflow sets it from config["mirror"]).
+MIRROR_ENV = "NMT_MIRROR"
+
 USER_AGENT = f"nmt/{__version__} (Python urllib; corpus download)"
 CHUNK_BYTES = 1 << 20
 # Client errors worth retrying: the server timed out waiting for us, or asks us to slow down.
@@ -59,7 +62,8 @@ def download(
     :param url: an http(s) URL, a ``file://`` URL or a local path
     :param dest: where the file goes; parent folders are created
     :param sha256: expected hex digest (any case); None skips the check
-    :param mirror: root of a ``wget -x`` mirror; if given, http(s) URLs are read from it, not the network
+    :param mirror: root of a ``wget -x`` mirror; if given, http(s) URLs are read from it, not the network;
+        None falls back to the environment variable ``NMT_MIRROR`` (unset or empty: the network)
     :param retries: further attempts after the first on 5xx, 408, 429, timeouts and connection errors
     :param backoff: seconds before the first retry; doubled for each later one
     :param timeout: socket timeout in seconds for connecting and for each read
@@ -67,6 +71,8 @@ def download(
         ``date``
     :raises DownloadError: on a missing source, an HTTP client error, exhausted retries or a checksum mismatch
     """
+    if mirror is None:
+        mirror = os.environ.get(MIRROR_ENV) or None
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")

@@ -157,6 +157,11 @@ def train(
     last = ckpt_dir / "last.pt"
     if last.exists():
         ckpt = load_checkpoint(last, map_location=device)
+        if ckpt["spec"] != model.spec:
+            raise DataError(
+                f"{last}: checkpoint of a different model ({ckpt['spec']['arch']}, {ckpt['spec']['config']}); "
+                "delete the model directory to train from scratch"
+            )
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         progress, history = ckpt["progress"], ckpt["history"]

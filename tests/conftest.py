@@ -9,6 +9,7 @@ import torch
 from nmt.config import SubwordConfig, TrainConfig
 from nmt.model import build_model
 from nmt.subword import train_subword
+from nmt.training import train
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = REPO.parent / "shared" / "data" / "mirror"
@@ -75,3 +76,29 @@ def tiny_train_config(**overrides) -> TrainConfig:
     )  # fmt: skip
     values.update(overrides)
     return TrainConfig(**values)
+
+
+# A 2+2-layer Transformer that learns the toy task in a few seconds.
+TOY_MODEL = {"arch": "transformer", "preset": "tiny", "d_model": 64, "ff_dim": 256, "enc_layers": 2, "dec_layers": 2}
+
+
+def run_training(toy_corpus, toy_spm, model_dir, **overrides):
+    """Train the toy model into ``model_dir`` with :func:`tiny_train_config` plus ``overrides``."""
+    return train(
+        TOY_MODEL,
+        tiny_train_config(**overrides),
+        train_src=toy_corpus["train.en"],
+        train_trg=toy_corpus["train.de"],
+        dev_src=toy_corpus["dev.en"],
+        dev_ref=toy_corpus["dev.de"],
+        src_spm=toy_spm["en"],
+        trg_spm=toy_spm["de"],
+        model_dir=model_dir,
+    )
+
+
+@pytest.fixture(scope="session")
+def trained_model(toy_corpus, toy_spm, tmp_path_factory):
+    """A model directory trained on the toy task for 500 steps, and its summary."""
+    model_dir = tmp_path_factory.mktemp("trained")
+    return model_dir, run_training(toy_corpus, toy_spm, model_dir, max_steps=500, valid_every=250)

@@ -137,6 +137,13 @@ def test_download_from_mirror_with_real_checksum(tmp_path: Path) -> None:
 
 
 @needs_mirror
+def test_mirror_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NMT_MIRROR", str(MIRROR))
+    manifest = download(f"{MULTI30K}/test_2016_flickr.de.gz", tmp_path / "t.gz", sha256=TEST_DE_SHA256)
+    assert manifest["source"] == str(mirror_path(f"{MULTI30K}/test_2016_flickr.de.gz", MIRROR))
+
+
+@needs_mirror
 def test_missing_mirror_file(tmp_path: Path) -> None:
     url = f"{MULTI30K}/test_2099.de.gz"
     with pytest.raises(DownloadError) as excinfo:

@@ -9,35 +9,13 @@ import threading
 
 import pytest
 import torch
-from conftest import REPO, tiny_train_config
+from conftest import REPO, TOY_MODEL, run_training, tiny_train_config
 
 from nmt.checkpoint import load_checkpoint
 from nmt.config import DecodeConfig
+from nmt.errors import DataError
 from nmt.training import lr_at_step, train
 from nmt.translation import get_device, load_model, translate_lines
-
-MODEL = {
-    "arch": "transformer",
-    "preset": "tiny",
-    "d_model": 64,
-    "ff_dim": 256,
-    "enc_layers": 2,
-    "dec_layers": 2,
-}
-
-
-def run_training(toy_corpus, toy_spm, model_dir, **overrides):
-    return train(
-        MODEL,
-        tiny_train_config(**overrides),
-        train_src=toy_corpus["train.en"],
-        train_trg=toy_corpus["train.de"],
-        dev_src=toy_corpus["dev.en"],
-        dev_ref=toy_corpus["dev.de"],
-        src_spm=toy_spm["en"],
-        trg_spm=toy_spm["de"],
-        model_dir=model_dir,
-    )
 
 
 def test_lr_schedule():
@@ -47,26 +25,19 @@ def test_lr_schedule():
     assert lr_at_step(5, 1.0, 0) == 1.0
 
 
-@pytest.fixture(scope="module")
-def trained(toy_corpus, toy_spm, tmp_path_factory):
-    model_dir = tmp_path_factory.mktemp("trained")
-    summary = run_training(toy_corpus, toy_spm, model_dir, max_steps=250, valid_every=125)
-    return model_dir, summary
-
-
-def test_training_learns_the_toy_task(trained, toy_corpus):
-    model_dir, summary = trained
+def test_training_learns_the_toy_task(trained_model):
+    model_dir, summary = trained_model
     assert summary["valid"]["bleu"] > 60
     assert {"model.pt", "src.model", "trg.model", "summary.json", "valid.tsv"} <= {p.name for p in model_dir.iterdir()}
-    assert json.loads((model_dir / "summary.json").read_text())["steps"] == 250
+    assert json.loads((model_dir / "summary.json").read_text())["steps"] == 500
     device = get_device("cpu")
     model, src_sp, trg_sp = load_model(model_dir, device)
     hyps = translate_lines(model, src_sp, trg_sp, ["the big dog runs"], DecodeConfig(), device)
     assert hyps == ["der gross hund rennt"]
 
 
-def test_checkpoints_load_weights_only(trained):
-    model_dir, _ = trained
+def test_checkpoints_load_weights_only(trained_model):
+    model_dir, _ = trained_model
     for name in ("model.pt", "checkpoints/last.pt", "checkpoints/best.pt"):
         ckpt = torch.load(model_dir / name, weights_only=True)
         assert "model" in ckpt and "spec" in ckpt
@@ -90,7 +61,7 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
         {"corpus": {k: str(v) for k, v in toy_corpus.items()}, "spm": {k: str(v) for k, v in toy_spm.items()}}
     )
     code = (
-        "import json, sys; from pathlib import Path; from test_training import run_training; "
+        "import json, sys; from pathlib import Path; from conftest import run_training; "
         "a = json.loads(sys.argv[1]); "
         f"run_training(a['corpus'], a['spm'], Path({str(tmp_path / 'm')!r}), "
         "max_steps=100000, valid_every=100000, checkpoint_every=100000)"
@@ -105,3 +76,19 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
     assert "training stopped by signal 15" in err and "run the same command again to resume" in err
     ckpt = load_checkpoint(tmp_path / "m/checkpoints/last.pt")
     assert ckpt["progress"]["step"] > 0
+
+
+def test_resume_refuses_a_checkpoint_of_another_model(toy_corpus, toy_spm, tmp_path):
+    run_training(toy_corpus, toy_spm, tmp_path, max_steps=2, valid_every=1000)
+    with pytest.raises(DataError, match=r"last.pt: checkpoint of a different model .* delete the model directory"):
+        train(
+            {**TOY_MODEL, "d_model": 32},
+            tiny_train_config(max_steps=4),
+            train_src=toy_corpus["train.en"],
+            train_trg=toy_corpus["train.de"],
+            dev_src=toy_corpus["dev.en"],
+            dev_ref=toy_corpus["dev.de"],
+            src_spm=toy_spm["en"],
+            trg_spm=toy_spm["de"],
+            model_dir=tmp_path,
+        )

@@ -9,6 +9,7 @@ from jsonschema.exceptions import best_match
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from nmt.download import MIRROR_ENV
 from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, TrainConfig, from_dict
 from nmt.errors import ConfigError
 from nmt.model import resolve_model_options
@@ -30,9 +31,14 @@ validate(config, "../schemas/config.schema.yaml")
 try:
     CLEANING = from_dict(CleanConfig, config["cleaning"], "cleaning")
     SUBWORD = from_dict(SubwordConfig, config["subword"], "subword")
-    TRAINING = from_dict(TrainConfig, config["training"], "training")
     DECODING = from_dict(DecodeConfig, config["decoding"], "decoding")
-    for name, options in config["models"].items():
+    # Each model trains with the shared training section, updated by its own `training:` keys.
+    TRAINING = {
+        name: from_dict(TrainConfig, {**config["training"], **options.get("training", {})}, f"models.{name}.training")
+        for name, options in config["models"].items()
+    }
+    MODEL_OPTIONS = {name: {k: v for k, v in options.items() if k != "training"} for name, options in config["models"].items()}
+    for name, options in MODEL_OPTIONS.items():
         resolve_model_options(options, f"models.{name}")
     for role, names in (("train", config["data"]["train"]), ("dev", [config["data"]["dev"]]), ("test", config["data"]["test"])):
         for name in names:
@@ -41,8 +47,12 @@ try:
 except ConfigError as e:
     raise WorkflowError(f"config key {e}") from None
 
-PAIRS = [pair.split("-") for pair in config["pairs"]]
 MODELS = list(config["models"])
+
+# The mirror reaches the download jobs through the environment rather than a param, so switching
+# between a mirror and the internet does not make Snakemake redo the downloads and all that follows.
+if config["mirror"]:
+    os.environ[MIRROR_ENV] = os.path.abspath(config["mirror"])
 
 
 wildcard_constraints:
@@ -52,12 +62,6 @@ wildcard_constraints:
     corpus="[A-Za-z0-9_.]+",
     model="[A-Za-z0-9_]+",
     stage="baseline",
-
-
-def get_mirror():
-    """The mirror directory from the config, else $NMT_MIRROR, else None (real downloads)."""
-    mirror = config["mirror"] or os.environ.get("NMT_MIRROR") or None
-    return os.path.abspath(mirror) if mirror else None
 
 
 def get_url(wildcards):
@@ -90,12 +94,13 @@ def get_corpus_files(role, side):
 
 
 def get_model_options(wildcards):
-    return config["models"][wildcards.model]
+    return MODEL_OPTIONS[wildcards.model]
 
 
 def get_training(wildcards, threads):
     """The training config, with ``threads: 0`` resolved to the rule's threads."""
-    return dataclasses.replace(TRAINING, threads=TRAINING.threads or threads)
+    training = TRAINING[wildcards.model]
+    return dataclasses.replace(training, threads=training.threads or threads)
 
 
 def get_score_files():

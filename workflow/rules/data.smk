@@ -13,7 +13,6 @@ rule download_corpus:
     params:
         url=get_url,
         sha256=get_sha256,
-        mirror=get_mirror(),
     log:
         "results/logs/download_corpus/{corpus}.{lang}.log",
     retries: 0

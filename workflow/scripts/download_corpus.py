@@ -1,4 +1,4 @@
-"""Rule download_corpus: fetch one file (mirror, sha256, retries, atomic write, manifest)."""
+"""Rule download_corpus: fetch one file (mirror from $NMT_MIRROR, sha256, retries, atomic write, manifest)."""
 
 from nmt.download import download
 from nmt.entry import entry_point

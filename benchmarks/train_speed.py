@@ -1,0 +1,125 @@
+"""Training and decoding speed of one model on Multi30k en-de from the offline mirror; prints a table.
+
+    python benchmarks/train_speed.py --mirror ../shared/data/mirror --steps 60 --bf16 off on
+
+Reports training target tokens/s (EOS included, padding excluded), the share of the CPU's fp32
+GEMM peak that this is (about 6 x parameters FLOPs per target token), peak RSS, and beam/greedy
+decoding time for the first sentences of test_2016_flickr.
+"""
+
+import argparse
+import gzip
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
+from nmt.data import ParallelData, make_batch, token_batches
+from nmt.loss import LabelSmoothedCrossEntropy
+from nmt.model import build_model
+from nmt.subword import load_subword, train_subword
+from nmt.training import lr_at_step
+from nmt.translation import autocast, translate_lines
+
+URL_PATH = "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+
+
+def unpack(mirror: Path, name: str, work: Path) -> Path:
+    out = work / name.removesuffix(".gz")
+    if not out.exists():
+        out.write_text(gzip.open(mirror / URL_PATH / name, "rt", encoding="utf-8").read(), encoding="utf-8")
+    return out
+
+
+def measure_training(model, data, config: TrainConfig, steps: int, device) -> list[float]:
+    """Tokens/s of each update after two warm-up updates."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=config.adam_betas, eps=config.adam_eps)
+    criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
+    batches = token_batches(data.src.lengths, data.trg.lengths, config.batch_tokens, config.seed, 1)
+    rates = []
+    model.train()
+    for step in range(1, steps + 3):
+        batch = make_batch(data, batches[step % len(batches)]).to(device)
+        tick = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        with autocast(device, config.bf16):
+            logits = model.logits(batch.src, batch.trg_in)
+        loss, _ = criterion(logits, batch.trg_out)
+        (loss / batch.n_trg_tokens).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at_step(step, config.lr, config.warmup_steps)
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if step > 2:
+            rates.append(batch.n_trg_tokens / (time.perf_counter() - tick))
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mirror", default="../shared/data/mirror", type=Path)
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--arch", default="transformer")
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--batch-tokens", type=int, default=4096)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--decode-sentences", type=int, default=200)
+    parser.add_argument("--bf16", nargs="+", default=["off"], choices=["off", "on"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--peak-gflops", type=float, default=200.0, help="fp32 GEMM peak of the machine")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    work = Path(tempfile.gettempdir()) / "nmt_bench"
+    work.mkdir(exist_ok=True)
+    files = {
+        f"{s}.{lang}": unpack(args.mirror, f"{s}.{lang}.gz", work)
+        for s in ("train", "test_2016_flickr")
+        for lang in ("en", "de")
+    }
+    spm_model = work / f"spm{args.vocab_size}.model"
+    if not spm_model.exists():
+        train_subword(
+            [files["train.en"]],
+            [files["train.de"]],
+            spm_model,
+            work / f"spm{args.vocab_size}.copy",
+            SubwordConfig(vocab_size=args.vocab_size),
+        )
+    sp = load_subword(spm_model)
+    data = ParallelData.from_files(files["train.en"], files["train.de"], sp, sp, max_length=128)
+    test_src = files["test_2016_flickr.en"].read_text(encoding="utf-8").splitlines()[: args.decode_sentences]
+
+    print(f"machine: {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}")
+    print(
+        "| arch | preset | params | bf16 | train tok/s (median) | % of fp32 peak | beam5 sent/s | greedy sent/s | peak RSS MiB |"
+    )
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+    for bf16 in args.bf16:
+        torch.manual_seed(1)
+        model = build_model({"arch": args.arch, "preset": args.preset}, len(sp), len(sp), True).to(device)
+        config = TrainConfig(batch_tokens=args.batch_tokens, bf16=bf16)
+        rate = statistics.median(measure_training(model, data, config, args.steps, device))
+        gflops = 6 * model.n_parameters() * rate / 1e9
+        speeds = {}
+        for method in ("beam", "greedy"):
+            tick = time.perf_counter()
+            translate_lines(model, sp, sp, test_src, DecodeConfig(method=method, beam_size=5), device, bf16)
+            speeds[method] = len(test_src) / (time.perf_counter() - tick)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"| {args.arch} | {args.preset} | {model.n_parameters()} | {bf16} | {rate:.0f} | "
+            f"{100 * gflops / args.peak_gflops:.0f}% | {speeds['beam']:.1f} | {speeds['greedy']:.1f} | {rss:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

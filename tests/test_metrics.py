@@ -1,0 +1,51 @@
+"""sacrebleu metrics with signatures, and the one-line errors of the scoring step."""
+
+import json
+
+import pytest
+
+from nmt.errors import DataError
+from nmt.metrics import score_corpus, score_files, write_scores
+
+# (hypotheses, references, BLEU, chrF, TER): identical text, nothing in common, and a known partial case
+CASES = [
+    (["the cat sat on the mat"], ["the cat sat on the mat"], 100.0, 100.0, 0.0),
+    (["xyz qqq"], ["the cat sat on the mat"], 0.0, None, 100.0),
+    # n-gram precisions 5/6, 3/5, 2/4, 1/3, brevity penalty 1: BLEU = (5/6*3/5*2/4*1/3)^(1/4) = 0.5373;
+    # TER: one substitution in six words
+    (["the cat sat on a mat"], ["the cat sat on the mat"], 53.73, None, 16.67),
+]
+
+
+@pytest.mark.parametrize("hyps, refs, bleu, chrf, ter", CASES)
+def test_score_corpus(hyps, refs, bleu, chrf, ter):
+    scores = score_corpus(hyps, refs, "en")
+    assert scores["bleu"]["score"] == pytest.approx(bleu, abs=0.01)
+    assert scores["ter"]["score"] == pytest.approx(ter, abs=0.01)
+    if chrf is not None:
+        assert scores["chrf"]["score"] == pytest.approx(chrf, abs=0.01)
+    assert scores["bleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+    assert "chrF2" in scores["chrf"]["signature"] or "nc:6" in scores["chrf"]["signature"]
+
+
+def test_bleu_tokenizer_follows_the_target_language():
+    assert "tok:zh" in score_corpus(["我爱你"], ["我爱你"], "zh")["bleu"]["signature"]
+
+
+def test_line_count_mismatch_names_both_files(tmp_path):
+    (tmp_path / "hyp.de").write_text("a\nb\n")
+    (tmp_path / "ref.de").write_text("a\n")
+    with pytest.raises(DataError, match=r"hyp.de has 2 lines but .*ref.de has 1"):
+        score_files(tmp_path / "hyp.de", tmp_path / "ref.de")
+
+
+def test_write_scores_record(tmp_path):
+    (tmp_path / "hyp.de").write_text("ein kleiner Hund läuft über die Wiese\n")
+    (tmp_path / "ref.de").write_text("ein kleiner Hund läuft über die Wiese\n")
+    summary = {"parameters": 10, "train_seconds": 1.5, "tokens_per_second": 100.0, "steps": 3, "device": "cpu"}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    system = {"pair": "en-de", "testset": "t", "model": "m", "arch": "transformer", "data": "parallel"}
+    write_scores(tmp_path / "hyp.de", tmp_path / "ref.de", "de", system, tmp_path / "summary.json", tmp_path / "s.json")
+    record = json.loads((tmp_path / "s.json").read_text())
+    assert record["bleu"] == 100.0 and record["parameters"] == 10 and record["pair"] == "en-de"
+    assert "bleu_signature" in record and "ter_signature" in record

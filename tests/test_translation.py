@@ -1,0 +1,45 @@
+"""Translation of files and the ``python -m nmt`` command line with a trained model."""
+
+import subprocess
+import sys
+
+from nmt.config import DecodeConfig
+from nmt.translation import get_device, load_model, translate_file, translate_lines
+
+
+def test_translate_file_keeps_order_and_count(trained_model, toy_corpus, tmp_path):
+    model_dir, _ = trained_model
+    hyp = tmp_path / "out/test.de"
+    n = translate_file(model_dir, toy_corpus["test.en"], hyp, DecodeConfig(beam_size=4, batch_size=7), device="cpu")
+    hyps = hyp.read_text().splitlines()
+    refs = toy_corpus["test.de"].read_text().splitlines()
+    assert n == len(hyps) == len(refs) == 40
+    # Exact matches show that every output sits on its own input's line (a shuffle would match almost none).
+    assert sum(h == r for h, r in zip(hyps, refs, strict=True)) >= 20
+    assert not list(hyp.parent.glob(".*.tmp"))
+
+
+def run_cli(*args, stdin=""):
+    return subprocess.run([sys.executable, "-m", "nmt", *args], input=stdin, capture_output=True, text=True)
+
+
+def test_cli_translate_and_score(trained_model, tmp_path):
+    model_dir, _ = trained_model
+    src = ["the big red dog runs", "a small woman eats", "the cat sleeps"]
+    out = run_cli("translate", "--model", str(model_dir), "--beam-size", "3", stdin="".join(s + "\n" for s in src))
+    assert out.returncode == 0, out.stderr
+    device = get_device("cpu")
+    model, src_sp, trg_sp = load_model(model_dir, device)
+    assert out.stdout.splitlines() == translate_lines(model, src_sp, trg_sp, src, DecodeConfig(beam_size=3), device)
+    (tmp_path / "hyp.de").write_text(out.stdout)
+    (tmp_path / "ref.de").write_text(out.stdout)
+    scored = run_cli("score", "--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de"), "--trg-lang", "de")
+    assert scored.returncode == 0
+    assert scored.stdout.splitlines()[0].startswith("bleu\t100.00\tnrefs:1")
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    out = run_cli("translate", "--model", str(tmp_path / "nowhere"), stdin="hello\n")
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1] == f"error: {tmp_path / 'nowhere' / 'model.pt'}: checkpoint not found"
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,98 @@
+"""The real Snakefile: lint, dry run, config errors, and the whole tiny pipeline against the shared mirror."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import MIRROR, REPO
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+TINY = REPO / "tests" / "integration"
+needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"offline mirror {MIRROR} not found")
+
+
+def snakemake(*args, workdir: Path = REPO, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*SNAKEMAKE, "--directory", str(workdir), *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_lint():
+    out = snakemake("--lint")
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_default_config_dry_run():
+    out = snakemake("-n", "--config", f"mirror={MIRROR}")
+    assert out.returncode == 0, out.stderr
+    for rule in ("download_corpus", "clean_corpus", "train_subword", "train_model", "translate_test", "collect_scores"):
+        assert rule in out.stdout
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        (
+            {"training": {"lrr": 1}},
+            "config key 'training': Additional properties are not allowed ('lrr' was unexpected)",
+        ),
+        ({"decoding": {"beam_size": 0}}, "config key 'decoding.beam_size': 0 is less than the minimum of 1"),
+        ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "config key models.t: unknown key 'd_modle'"),
+        ({"data": {"train": ["nope"], "dev": "multi30k_val", "test": ["test_2016_flickr"]}}, "corpus 'nope' is not"),
+    ],
+)
+def test_config_errors_name_the_key(tmp_path, override, message):
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    config.update(override)
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake("-n", workdir=tmp_path)
+    assert out.returncode != 0
+    assert message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@needs_mirror
+def test_missing_mirror_file_is_one_clear_line(tmp_path):
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    config["corpora"]["multi30k_val"]["url"] = (
+        "https://raw.githubusercontent.com/multi30k/dataset/master/nope.{lang}.gz"
+    )
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake(
+        "--cores", "1", "results/data/download/multi30k_val.de", "--config", f"mirror={MIRROR}", workdir=tmp_path
+    )
+    assert out.returncode != 0
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "nope.de.gz" in errors[0], out.stderr
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_tiny_pipeline_end_to_end(tmp_path):
+    """Download, clean, subword, train, translate, score and tabulate on a few hundred real pairs."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    shutil.copy(TINY / "config.yaml", workdir / "config.yaml")
+    out = snakemake("--cores", "2", "--config", f"mirror={MIRROR}", workdir=workdir)
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = pd.read_csv(workdir / "results/tables/scores.csv")
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert (row["pair"], row["testset"], row["model"], row["arch"], row["data"]) == (
+        "en-de", "test_2016_flickr", "transformer", "transformer", "parallel",
+    )  # fmt: skip
+    assert 0 <= row["bleu"] <= 100 and 0 < row["chrf"] <= 100 and row["parameters"] > 0
+    assert row["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    hyps = (workdir / "results/en-de/transformer/baseline/translations/test_2016_flickr.de").read_text().splitlines()
+    assert len(hyps) == 1000
+    report = (workdir / "results/en-de/data/clean/multi30k_train.report.json").read_text()
+    assert '"kept": 400' in report
+    assert (workdir / "results/data/download/multi30k_train.en.manifest.json").exists()
+    assert "| en-de" in (workdir / "results/tables/scores.md").read_text()
+    # Everything is up to date: a second run has nothing to do.
+    again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
+    assert "Nothing to be done" in again.stdout + again.stderr
