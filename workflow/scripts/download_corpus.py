@@ -4,9 +4,4 @@ from nmt.download import download
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):
-    download(
-        snakemake.params.url,
-        snakemake.output.data,
-        sha256=snakemake.params.sha256,
-        mirror=snakemake.params.mirror,
-    )
+    download(snakemake.params.url, snakemake.output.data, sha256=snakemake.params.sha256)
