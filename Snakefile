@@ -9,8 +9,10 @@
 #   {src}-{trg}/{model}/{stage}/translations/{test}.{trg}   detokenized system output
 #   {src}-{trg}/{model}/{stage}/scores/{test}.json     BLEU/chrF/TER with sacrebleu signatures
 #   tables/scores.{csv,md}                             one row per system and test set
+#   benchmarks/{rule}/...tsv                           Snakemake benchmark of training and translation jobs
 #   logs/{rule}/...log                                 one log per job
-# {model} is a key of config["models"]; {stage} is "baseline" (trained on the parallel data only).
+# {model} is a key of config["models"] (transformer, rnn, convs2s by default); {stage} is "baseline"
+# (trained on the parallel data only).
 
 from snakemake.utils import min_version
 

@@ -1,6 +1,9 @@
-"""Attention mechanisms; multi-head attention runs on torch's fused scaled_dot_product_attention.
+"""Attention mechanisms: additive and multiplicative attention for RNNs, and multi-head attention.
 
-Legend: B batch, S source length, T target length, D model size, H heads.
+Multi-head attention runs on torch's fused scaled_dot_product_attention.
+
+Legend: B batch, S source length, T target length, D model size, H heads; for the recurrent
+attentions Q query (decoder state) size, K key (encoder output) size, A additive attention size.
 """
 
 import torch
@@ -75,3 +78,81 @@ class MultiHeadAttention(nn.Module):
         )
         y = y.transpose(1, 2).reshape(B, L, D)
         return self.out(y), new_cache
+
+
+def attend(scores: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax over the source positions that are not padding, and the weighted sum of ``values``.
+
+    :param scores: alignment scores, shape (B, S)
+    :param values: encoder outputs, shape (B, S, K)
+    :param src_mask: bool, True on real source tokens, shape (B, S)
+    :return: context (B, K) and attention weights (B, S), exactly zero on padding
+    """
+    weights = scores.masked_fill(~src_mask, float("-inf")).softmax(dim=-1)
+    context = torch.bmm(weights.unsqueeze(1).to(values.dtype), values).squeeze(1)
+    return context, weights
+
+
+class BahdanauAttention(nn.Module):
+    """Additive attention ``e_j = v^T tanh(W s + U h_j)`` (Bahdanau et al. 2015, section 3.1, appendix A.1.2).
+
+    ``U h_j`` does not depend on the decoder state, so :meth:`project_keys` computes it once per
+    sentence and each decoding step only adds ``W s``. The bias of ``U`` is the bias inside the tanh.
+    The same scorer is Luong et al.'s "concat" score (section 3.1).
+    """
+
+    def __init__(self, query_size: int, key_size: int, attention_dim: int) -> None:
+        super().__init__()
+        self.query = nn.Linear(query_size, attention_dim, bias=False)  # W
+        self.key = nn.Linear(key_size, attention_dim)  # U
+        self.energy = nn.Linear(attention_dim, 1, bias=False)  # v
+
+    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """``U h`` of the encoder outputs ``memory`` (B, S, K); returns (B, S, A)."""
+        return self.key(memory)
+
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attend from the decoder state ``query`` (B, Q).
+
+        :param keys: from :meth:`project_keys`, shape (B, S, A)
+        :param values: encoder outputs, shape (B, S, K)
+        :param src_mask: bool, True on real source tokens, shape (B, S)
+        :return: context (B, K) and attention weights (B, S)
+        """
+        scores = self.energy(torch.tanh(keys + self.query(query).unsqueeze(1))).squeeze(-1)  # (B, S)
+        return attend(scores, values, src_mask)
+
+
+class LuongAttention(nn.Module):
+    """Multiplicative attention (Luong et al. 2015, section 3.1): ``dot`` ``s^T h_j`` or ``general`` ``s^T W h_j``.
+
+    For ``general`` :meth:`project_keys` computes ``W h_j`` once per sentence, so each step is one
+    batched dot product. ``dot`` needs the decoder state and encoder outputs to have one size.
+    """
+
+    def __init__(self, query_size: int, key_size: int, method: str) -> None:
+        super().__init__()
+        if method not in ("dot", "general"):
+            raise ValueError(f"Luong attention method must be 'dot' or 'general', got {method!r}")
+        if method == "dot" and query_size != key_size:
+            raise ValueError(f"dot attention needs equal decoder ({query_size}) and encoder ({key_size}) sizes")
+        self.key = nn.Linear(key_size, query_size, bias=False) if method == "general" else nn.Identity()  # W
+
+    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """``W h`` (general) or ``h`` (dot) of the encoder outputs ``memory`` (B, S, K); returns (B, S, Q)."""
+        return self.key(memory)
+
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attend from the decoder state ``query`` (B, Q).
+
+        :param keys: from :meth:`project_keys`, shape (B, S, Q)
+        :param values: encoder outputs, shape (B, S, K)
+        :param src_mask: bool, True on real source tokens, shape (B, S)
+        :return: context (B, K) and attention weights (B, S)
+        """
+        scores = torch.bmm(keys, query.unsqueeze(2).to(keys.dtype)).squeeze(2)  # (B, S)
+        return attend(scores, values, src_mask)

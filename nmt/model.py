@@ -23,7 +23,11 @@ import torch
 from torch import nn
 
 from nmt.config import from_dict
+from nmt.convs2s import PRESETS as CONVS2S_PRESETS
+from nmt.convs2s import ConvS2SConfig, build_convs2s
 from nmt.errors import ConfigError
+from nmt.rnn import PRESETS as RNN_PRESETS
+from nmt.rnn import RnnConfig, build_rnn
 from nmt.transformer import PRESETS as TRANSFORMER_PRESETS
 from nmt.transformer import TransformerConfig, build_transformer
 
@@ -31,6 +35,8 @@ log = logging.getLogger(__name__)
 
 # name -> (config dataclass, presets, builder(config, src_vocab, trg_vocab, shared_vocab) -> (encoder, decoder))
 ARCHITECTURES = {
+    "rnn": (RnnConfig, RNN_PRESETS, build_rnn),
+    "convs2s": (ConvS2SConfig, CONVS2S_PRESETS, build_convs2s),
     "transformer": (TransformerConfig, TRANSFORMER_PRESETS, build_transformer),
 }
 

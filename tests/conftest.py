@@ -13,7 +13,7 @@ from nmt.training import train
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = REPO.parent / "shared" / "data" / "mirror"
-ARCHS = ["transformer"]
+ARCHS = ["rnn", "transformer", "convs2s"]
 
 # The toy "language pair": every source word has one target word, and the order is kept, so a tiny
 # model can learn it in seconds; enough to check that training and search really work.
@@ -69,6 +69,15 @@ def tiny_model(arch: str, vocab: int = 40, **overrides):
     return build_model({"arch": arch, "preset": "tiny", "dropout": 0.0, **overrides}, vocab, vocab, True).eval()
 
 
+def stepwise_logits(model, src: torch.Tensor, trg_in: torch.Tensor) -> torch.Tensor:
+    """Logits (B, T, V) of ``trg_in`` computed one ``step()`` at a time, to compare with teacher forcing."""
+    state, steps = model.init_state(src), []
+    for t in range(trg_in.size(1)):
+        logits, state = model.step(trg_in[:, t], state)
+        steps.append(logits)
+    return torch.stack(steps, dim=1)
+
+
 def tiny_train_config(**overrides) -> TrainConfig:
     values = dict(
         batch_tokens=400, max_steps=60, warmup_steps=10, lr=3e-3, log_every=20, valid_every=30, checkpoint_every=10,
@@ -82,10 +91,10 @@ def tiny_train_config(**overrides) -> TrainConfig:
 TOY_MODEL = {"arch": "transformer", "preset": "tiny", "d_model": 64, "ff_dim": 256, "enc_layers": 2, "dec_layers": 2}
 
 
-def run_training(toy_corpus, toy_spm, model_dir, **overrides):
-    """Train the toy model into ``model_dir`` with :func:`tiny_train_config` plus ``overrides``."""
+def run_training(toy_corpus, toy_spm, model_dir, model=TOY_MODEL, **overrides):
+    """Train ``model`` options into ``model_dir`` with :func:`tiny_train_config` plus ``overrides``."""
     return train(
-        TOY_MODEL,
+        model,
         tiny_train_config(**overrides),
         train_src=toy_corpus["train.en"],
         train_trg=toy_corpus["train.de"],

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import ARCHS, tiny_model
+from conftest import ARCHS, stepwise_logits, tiny_model
 
 from nmt.data import BOS, EOS, PAD
 from nmt.loss import LabelSmoothedCrossEntropy
@@ -36,11 +36,7 @@ def test_incremental_steps_equal_teacher_forcing(arch):
     model = tiny_model(arch, V)
     src, trg_in = toy_batch()
     full = model.logits(src, trg_in)
-    state, steps = model.init_state(src), []
-    for t in range(trg_in.size(1)):
-        logits, state = model.step(trg_in[:, t], state)
-        steps.append(logits)
-    torch.testing.assert_close(torch.stack(steps, dim=1), full, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(stepwise_logits(model, src, trg_in), full, atol=1e-4, rtol=1e-4)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

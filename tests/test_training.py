@@ -9,12 +9,12 @@ import threading
 
 import pytest
 import torch
-from conftest import REPO, TOY_MODEL, run_training, tiny_train_config
+from conftest import REPO, TOY_MODEL, run_training
 
 from nmt.checkpoint import load_checkpoint
 from nmt.config import DecodeConfig
 from nmt.errors import DataError
-from nmt.training import lr_at_step, train
+from nmt.training import lr_at_step
 from nmt.translation import get_device, load_model, translate_lines
 
 
@@ -81,14 +81,4 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
 def test_resume_refuses_a_checkpoint_of_another_model(toy_corpus, toy_spm, tmp_path):
     run_training(toy_corpus, toy_spm, tmp_path, max_steps=2, valid_every=1000)
     with pytest.raises(DataError, match=r"last.pt: checkpoint of a different model .* delete the model directory"):
-        train(
-            {**TOY_MODEL, "d_model": 32},
-            tiny_train_config(max_steps=4),
-            train_src=toy_corpus["train.en"],
-            train_trg=toy_corpus["train.de"],
-            dev_src=toy_corpus["dev.en"],
-            dev_ref=toy_corpus["dev.de"],
-            src_spm=toy_spm["en"],
-            trg_spm=toy_spm["de"],
-            model_dir=tmp_path,
-        )
+        run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=4)

@@ -73,20 +73,21 @@ def test_missing_mirror_file_is_one_clear_line(tmp_path):
 @pytest.mark.slow
 @needs_mirror
 def test_tiny_pipeline_end_to_end(tmp_path):
-    """Download, clean, subword, train, translate, score and tabulate on a few hundred real pairs."""
+    """Download, clean, subword, train all three architectures, translate, score and tabulate on 400 real pairs."""
     workdir = tmp_path / "run"
     workdir.mkdir()
     shutil.copy(TINY / "config.yaml", workdir / "config.yaml")
     out = snakemake("--cores", "2", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert out.returncode == 0, out.stderr[-3000:]
     table = pd.read_csv(workdir / "results/tables/scores.csv")
-    assert len(table) == 1
-    row = table.iloc[0]
-    assert (row["pair"], row["testset"], row["model"], row["arch"], row["data"]) == (
-        "en-de", "test_2016_flickr", "transformer", "transformer", "parallel",
-    )  # fmt: skip
-    assert 0 <= row["bleu"] <= 100 and 0 < row["chrf"] <= 100 and row["parameters"] > 0
-    assert row["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert sorted(table["model"]) == ["convs2s", "rnn", "transformer"]
+    assert list(table["arch"]) == list(table["model"])
+    assert set(table["pair"]) == {"en-de"} and set(table["testset"]) == {"test_2016_flickr"}
+    assert set(table["data"]) == {"parallel"}
+    assert table["bleu"].between(0, 100).all() and (table["chrf"] > 0).all() and (table["parameters"] > 0).all()
+    assert table["bleu_signature"].str.startswith("nrefs:1|case:mixed|eff:no|tok:13a").all()
+    for model in ("transformer", "rnn", "convs2s"):
+        assert (workdir / f"results/benchmarks/train_model/en-de.{model}.baseline.tsv").exists()
     hyps = (workdir / "results/en-de/transformer/baseline/translations/test_2016_flickr.de").read_text().splitlines()
     assert len(hyps) == 1000
     report = (workdir / "results/en-de/data/clean/multi30k_train.report.json").read_text()

@@ -12,6 +12,8 @@ rule translate_test:
         decoding=DECODING,
     log:
         "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{test}.log",
+    benchmark:
+        "results/benchmarks/translate_test/{src}-{trg}.{model}.{stage}.{test}.tsv"
     threads: 8
     conda:
         "../../envs/nmt.yaml"

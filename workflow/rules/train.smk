@@ -18,6 +18,8 @@ rule train_model:
         training=get_training,
     log:
         "results/logs/train_model/{src}-{trg}.{model}.{stage}.log",
+    benchmark:
+        "results/benchmarks/train_model/{src}-{trg}.{model}.{stage}.tsv"
     threads: 8
     conda:
         "../../envs/nmt.yaml"

@@ -1,0 +1,282 @@
+"""Recurrent encoder-decoder with attention: RNNsearch (Bahdanau et al. 2015) and Luong et al. (2015).
+
+The encoder is a stack of (bi-directional) GRUs or LSTMs over the source. The decoder takes one
+step per target token, attending in one of the two orders of the papers:
+
+- ``attention_query: previous`` (Bahdanau, section 3.1): the context c_t is computed from the
+  previous state s_{t-1} and enters the RNN with the previous word, s_t = RNN(s_{t-1}, [E y_{t-1}; c_t]);
+- ``attention_query: current`` (Luong, section 3): s_t = RNN(s_{t-1}, E y_{t-1}) first, then c_t from s_t.
+
+An output layer turns s_t, c_t (and E y_{t-1}) into the vector o_t that is projected to the
+vocabulary; with ``input_feeding`` o_{t-1} is also an input of the RNN (Luong, section 3.3).
+
+Legend: B batch, S source length, T target length, E embedding size, H hidden size (one direction),
+K encoder output size (2H or H), A attention size, L decoder layers, R output layer (readout) size, V vocabulary.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from nmt.attention import BahdanauAttention, LuongAttention
+from nmt.data import PAD
+from nmt.errors import ConfigError
+
+
+@dataclass
+class RnnConfig:
+    """Sizes and variants of the recurrent model; the defaults are the ``small`` preset."""
+
+    cell: Literal["gru", "lstm"] = "gru"
+    emb_dim: int = 256
+    hidden_size: int = 256  # per direction, encoder and decoder
+    enc_layers: int = 1
+    dec_layers: int = 1
+    bidirectional: bool = True
+    bidir_combine: Literal["concat", "sum"] = "concat"  # of the forward and backward encoder states
+    dropout: float = 0.3  # on embeddings, encoder outputs, between stacked layers and on o_t
+    attention: Literal["additive", "dot", "general"] = "additive"
+    attention_dim: int = 256  # hidden size of additive attention (n' in Bahdanau, appendix A.2)
+    attention_query: Literal["previous", "current"] = "previous"  # s_{t-1} (Bahdanau) or s_t (Luong)
+    input_feeding: bool = False
+    # Decoder start s_0: zeros, or tanh(W x) of the encoder's final state or mean output.
+    init_state: Literal["zeros", "final", "mean"] = "final"
+    # o_t: [s_t; c_t] (linear); tanh(W [s_t; c_t]) (deep, Luong eq. 5); maxout of [s_t; c_t; E y_{t-1}] (maxout).
+    output_layer: Literal["linear", "deep", "maxout"] = "maxout"
+    output_dim: int = 256  # R of the deep and maxout output layers (l in Bahdanau, appendix A.2)
+    share_embeddings: bool = True  # one source/target embedding when the subword vocabulary is joint
+    tie_output: bool = False  # output projection = target embedding; needs R == emb_dim
+
+    @property
+    def enc_size(self) -> int:
+        """K, the size of one encoder output."""
+        return 2 * self.hidden_size if self.bidirectional and self.bidir_combine == "concat" else self.hidden_size
+
+    @property
+    def out_size(self) -> int:
+        """R, the size of o_t, the input of the output projection."""
+        return self.hidden_size + self.enc_size if self.output_layer == "linear" else self.output_dim
+
+    def check(self, where: str) -> None:
+        sizes = ("emb_dim", "hidden_size", "enc_layers", "dec_layers", "attention_dim", "output_dim")
+        for name in sizes:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{where}.{name}: must be > 0, got {getattr(self, name)!r}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
+        if self.attention == "dot" and self.enc_size != self.hidden_size:
+            raise ConfigError(
+                f"{where}.attention: 'dot' needs encoder outputs of hidden_size {self.hidden_size}, got {self.enc_size}"
+                " (use 'general', bidir_combine 'sum' or a uni-directional encoder)"
+            )
+        # We raise rather than add a projection: the papers never tie, and a silent extra layer would
+        # change the model behind the user's back.
+        if self.tie_output and self.out_size != self.emb_dim:
+            raise ConfigError(
+                f"{where}.tie_output: the output projection reads {self.out_size} features but emb_dim is"
+                f" {self.emb_dim} (set output_dim to emb_dim with a deep or maxout output_layer)"
+            )
+
+
+# Named layouts; "rnnsearch" is RNNsearch-50 (Bahdanau et al. 2015, appendix A.2), "luong" the global-attention
+# model of Luong et al. 2015 (section 4.1); "small"/"tiny" are our CPU sizes.
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {"emb_dim": 32, "hidden_size": 32, "attention_dim": 32, "output_dim": 32, "enc_layers": 1,
+             "dec_layers": 1, "dropout": 0.1},
+    "small": {"cell": "gru", "emb_dim": 256, "hidden_size": 256, "attention_dim": 256, "output_dim": 256,
+              "enc_layers": 1, "dec_layers": 1, "bidirectional": True, "attention": "additive",
+              "output_layer": "maxout", "dropout": 0.3},
+    # Bi-GRU of 1000 units, embeddings 620, alignment model n' = 1000, maxout output l = 500; s_0 is a tanh
+    # map of the backward encoder state at the first word (init "final"). The paper mentions no dropout.
+    "rnnsearch": {
+        "cell": "gru", "emb_dim": 620, "hidden_size": 1000, "enc_layers": 1, "dec_layers": 1,
+        "bidirectional": True, "bidir_combine": "concat", "attention": "additive", "attention_dim": 1000,
+        "attention_query": "previous", "input_feeding": False, "init_state": "final", "output_layer": "maxout",
+        "output_dim": 500, "dropout": 0.0, "share_embeddings": False, "tie_output": False,
+    },
+    # 4-layer LSTMs of 1000 cells, embeddings 1000, dropout 0.2, global "general" attention, input feeding,
+    # attentional vector tanh(W_c [c_t; h_t]) of 1000 units. The paper starts the decoder from the encoder's
+    # last state (Sutskever et al. 2014); init "final" learns a tanh map of it instead. The paper also
+    # reverses the source sentences, which this model does not.
+    "luong": {
+        "cell": "lstm", "emb_dim": 1000, "hidden_size": 1000, "enc_layers": 4, "dec_layers": 4,
+        "bidirectional": False, "attention": "general", "attention_query": "current", "input_feeding": True,
+        "init_state": "final", "output_layer": "deep", "output_dim": 1000, "dropout": 0.2,
+        "share_embeddings": False, "tie_output": False,
+    },
+}  # fmt: skip
+
+
+def make_rnn(config: RnnConfig, input_size: int, layers: int, bidirectional: bool = False) -> nn.RNNBase:
+    """A batch-first GRU or LSTM stack with dropout between its layers."""
+    rnn = nn.GRU if config.cell == "gru" else nn.LSTM
+    dropout = config.dropout if layers > 1 else 0.0  # torch warns about dropout on one layer
+    return rnn(input_size, config.hidden_size, layers, batch_first=True, dropout=dropout, bidirectional=bidirectional)
+
+
+class RnnEncoder(nn.Module):
+    """Stacked (bi-directional) RNN over the embedded source (Bahdanau et al. 2015, section 3.2).
+
+    The source is packed, so each sentence's states do not depend on the padding of its batch.
+    """
+
+    def __init__(self, embedding: nn.Embedding, config: RnnConfig) -> None:
+        super().__init__()
+        self.embedding = embedding
+        self.dropout = nn.Dropout(config.dropout)
+        self.rnn = make_rnn(config, config.emb_dim, config.enc_layers, config.bidirectional)
+        self.sum_directions = config.bidirectional and config.bidir_combine == "sum"
+
+    def forward(self, src: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Encode ``src`` (B, S), right-padded.
+
+        :return: ``outputs`` (B, S, K), zero on padding; ``src_mask`` (B, S), True on real tokens;
+            ``final`` (B, H), the top layer's last state, of the backward RNN when bi-directional
+            (it has read the whole sentence, ending at the first word: Bahdanau's backward h_1)
+        """
+        src_mask = src != PAD
+        lengths = src_mask.sum(dim=1).clamp(min=1).cpu()
+        packed = pack_padded_sequence(
+            self.dropout(self.embedding(src)), lengths, batch_first=True, enforce_sorted=False
+        )
+        outputs, last = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.size(1))  # (B, S, 2H or H)
+        if isinstance(last, tuple):  # LSTM (h, c): the hidden state h summarises the sentence
+            last = last[0]
+        if self.sum_directions:
+            fwd, bwd = outputs.chunk(2, dim=-1)
+            outputs = fwd + bwd  # (B, S, H)
+        return {"outputs": self.dropout(outputs), "src_mask": src_mask, "final": last[-1]}
+
+
+class RnnDecoder(nn.Module):
+    """Attentional RNN decoder; the state holds batch-first tensors only (see :mod:`nmt.model`).
+
+    State: ``hidden`` (B, L, H) and, for LSTMs, ``cell`` (B, L, H); ``feed`` o_{t-1} (B, R) with
+    input feeding; attention ``keys`` (B, S, A or H) computed once per sentence, ``values`` (B, S, K)
+    and ``src_mask`` (B, S).
+    """
+
+    def __init__(self, embedding: nn.Embedding, vocab_size: int, config: RnnConfig) -> None:
+        super().__init__()
+        E, H, K, R = config.emb_dim, config.hidden_size, config.enc_size, config.out_size
+        self.embedding = embedding
+        self.dropout = nn.Dropout(config.dropout)
+        self.previous_query = config.attention_query == "previous"
+        self.input_feeding = config.input_feeding
+        self.rnn = make_rnn(config, E + K * self.previous_query + R * self.input_feeding, config.dec_layers)
+        if config.attention == "additive":
+            self.attention = BahdanauAttention(H, K, config.attention_dim)
+        else:
+            self.attention = LuongAttention(H, K, config.attention)
+        self.init_kind = config.init_state
+        if config.init_state != "zeros":
+            self.bridge = nn.Linear(H if config.init_state == "final" else K, config.dec_layers * H)
+        self.output_layer = config.output_layer
+        if config.output_layer == "maxout":
+            self.readout = nn.Linear(H + K + E, 2 * R)
+        elif config.output_layer == "deep":
+            self.readout = nn.Linear(H + K, R)
+        self.output = nn.Linear(R, vocab_size)
+        if config.tie_output:
+            self.output.weight = embedding.weight
+        self.is_lstm = config.cell == "lstm"
+        self.layers, self.hidden_size, self.out_size = config.dec_layers, H, R
+
+    def init_state(self, enc: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The state before the first target token: s_0 (LSTM cells start at zero) and the attention keys."""
+        outputs, src_mask = enc["outputs"], enc["src_mask"]
+        B = outputs.size(0)
+        if self.init_kind == "zeros":
+            hidden = outputs.new_zeros(B, self.layers, self.hidden_size)
+        else:
+            if self.init_kind == "final":
+                summary = enc["final"]  # (B, H)
+            else:
+                mask = src_mask.unsqueeze(-1)
+                summary = (outputs * mask).sum(dim=1) / mask.sum(dim=1)  # (B, K)
+            hidden = torch.tanh(self.bridge(summary)).view(B, self.layers, self.hidden_size)
+        state = {
+            "hidden": hidden,
+            "keys": self.attention.project_keys(outputs),
+            "values": outputs,
+            "src_mask": src_mask,
+        }
+        if self.is_lstm:
+            state["cell"] = torch.zeros_like(hidden)
+        if self.input_feeding:
+            state["feed"] = outputs.new_zeros(B, self.out_size)
+        return state
+
+    def forward(self, trg_in: torch.Tensor, enc: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V) for ``trg_in`` (B, T)."""
+        emb = self.dropout(self.embedding(trg_in))  # (B, T, E)
+        state = self.init_state(enc)
+        outs = []
+        for t in range(trg_in.size(1)):
+            out, state = self._advance(emb[:, t], state)
+            outs.append(out)
+        return self.output(self.dropout(torch.stack(outs, dim=1)))
+
+    def step(self, trg_prev: torch.Tensor, state: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Logits (B, V) for the next position given the previous token ``trg_prev`` (B,)."""
+        out, state = self._advance(self.dropout(self.embedding(trg_prev)), state)
+        return self.output(self.dropout(out)), state
+
+    def _advance(self, emb: torch.Tensor, state: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any]]:
+        """One decoder step from the embedded previous token ``emb`` (B, E); returns o_t (B, R) and the state."""
+        memory = (state["keys"], state["values"], state["src_mask"])
+        inputs = [emb]
+        if self.previous_query:
+            context, _ = self.attention(state["hidden"][:, -1], *memory)  # c_t from s_{t-1}, (B, K)
+            inputs.append(context)
+        if self.input_feeding:
+            inputs.append(state["feed"])
+        # torch's RNNs want (L, B, H) states; the search needs the batch first.
+        hx = state["hidden"].transpose(0, 1).contiguous()
+        if self.is_lstm:
+            hx = (hx, state["cell"].transpose(0, 1).contiguous())
+        s, hx = self.rnn(torch.cat(inputs, dim=-1).unsqueeze(1), hx)
+        s = s.squeeze(1)  # (B, H), the top layer's s_t
+        if not self.previous_query:
+            context, _ = self.attention(s, *memory)  # c_t from s_t
+        if self.output_layer == "maxout":  # t_t = max over pairs of U_o s_t + V_o E y_{t-1} + C_o c_t (A.2.2)
+            out = self.readout(torch.cat([s, context, emb], dim=-1)).unflatten(-1, (-1, 2)).amax(dim=-1)
+        elif self.output_layer == "deep":  # attentional vector tanh(W_c [c_t; s_t])
+            out = torch.tanh(self.readout(torch.cat([s, context], dim=-1)))
+        else:
+            out = torch.cat([s, context], dim=-1)  # (B, R)
+        state = {**state, "hidden": (hx[0] if self.is_lstm else hx).transpose(0, 1)}
+        if self.is_lstm:
+            state["cell"] = hx[1].transpose(0, 1)
+        if self.input_feeding:
+            state["feed"] = out
+        return out, state
+
+
+def build_rnn(config: RnnConfig, src_vocab: int, trg_vocab: int, shared_vocab: bool) -> tuple[RnnEncoder, RnnDecoder]:
+    """Encoder and decoder; source and target embeddings are one matrix when ``share_embeddings``.
+
+    Initialisation follows :func:`nmt.transformer.build_transformer` (Xavier matrices, embeddings with
+    std emb_dim^-0.5) rather than the papers' fixed ranges (Luong's uniform [-0.1, 0.1], section 4.1),
+    which leave small models almost insensitive to their input.
+    """
+    config.check("model")
+    trg_embedding = nn.Embedding(trg_vocab, config.emb_dim, padding_idx=PAD)
+    src_embedding = (
+        trg_embedding
+        if config.share_embeddings and shared_vocab
+        else nn.Embedding(src_vocab, config.emb_dim, padding_idx=PAD)
+    )
+    encoder, decoder = RnnEncoder(src_embedding, config), RnnDecoder(trg_embedding, trg_vocab, config)
+    with torch.no_grad():
+        for embedding in (src_embedding, trg_embedding):
+            nn.init.normal_(embedding.weight, std=config.emb_dim**-0.5)
+            embedding.weight[PAD].zero_()
+    for name, p in [*encoder.named_parameters(), *decoder.named_parameters()]:
+        if p.dim() == 2 and "embedding" not in name:
+            nn.init.xavier_uniform_(p)
+    return encoder, decoder
