@@ -103,6 +103,7 @@ def test_filters_and_report(tmp_path: Path) -> None:
         "too_long": 1,
         "ratio": 1,
         "duplicate": 2,
+        "max_pairs": 0,
     }
     assert report == {
         "src": str(tmp_path / "raw.de"),
@@ -330,3 +331,10 @@ def test_clean_real_multi30k_val(tmp_path: Path) -> None:
     assert report["kept"] + sum(report["dropped"].values()) == 1014
     assert report["kept"] > 1000
     assert len(read_lines(tmp_path / "val.de")) == len(read_lines(tmp_path / "val.en")) == report["kept"]
+
+
+def test_max_pairs_keeps_the_first_pairs(tmp_path: Path) -> None:
+    src = [f"a b {i}" for i in range(10)]
+    report = run_clean(tmp_path, src, [f"x y {i}" for i in range(10)], max_pairs=4)
+    assert report["kept"] == 4 and report["dropped"]["max_pairs"] == 6
+    assert (tmp_path / "out" / "train.de").read_text().splitlines() == src[:4]

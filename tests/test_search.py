@@ -19,6 +19,7 @@ def sources(B=6, S=9, seed=0):
     return src
 
 
+@torch.no_grad()
 def sequence_logprob(model, src_row, hyp):
     """Log-probability of ``hyp`` + EOS under the model, by teacher forcing."""
     from nmt.data import BOS

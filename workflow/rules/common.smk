@@ -2,11 +2,11 @@
 
 import dataclasses
 import os
+import sys
 
 import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
-from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from nmt.download import MIRROR_ENV
@@ -16,13 +16,16 @@ from nmt.model import resolve_model_options
 
 
 def check_config(config, schema_path):
-    """Fail with one line naming the first bad key, before Snakemake's validate() fills in defaults."""
+    """Exit with one line naming the first bad key, before Snakemake's validate() fills in defaults.
+
+    sys.exit rather than an exception: Snakemake would add its own location lines around the message.
+    """
     with open(schema_path) as f:
         schema = yaml.safe_load(f)
     error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is not None:
         key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise WorkflowError(f"config key '{key}': {error.message}")
+        sys.exit(f"config error: key '{key}': {error.message}")
 
 
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -45,7 +48,7 @@ try:
             if name not in config["corpora"]:
                 raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
 except ConfigError as e:
-    raise WorkflowError(f"config key {e}") from None
+    sys.exit(f"config error: {e}")
 
 MODELS = list(config["models"])
 
