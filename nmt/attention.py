@@ -80,20 +80,39 @@ class MultiHeadAttention(nn.Module):
         return self.out(y), new_cache
 
 
-def attend(scores: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Softmax over the source positions that are not padding, and the weighted sum of ``values``.
+class RecurrentAttention(nn.Module):
+    """Attention of an RNN decoder state over the encoder outputs, one step at a time.
 
-    :param scores: alignment scores, shape (B, S)
-    :param values: encoder outputs, shape (B, S, K)
-    :param src_mask: bool, True on real source tokens, shape (B, S)
-    :return: context (B, K) and attention weights (B, S), exactly zero on padding
+    Subclasses define ``self.key``, the part of the score that depends only on the encoder outputs
+    (computed once per sentence by :meth:`project_keys`), and :meth:`score`, the per-step part.
     """
-    weights = scores.masked_fill(~src_mask, float("-inf")).softmax(dim=-1)
-    context = torch.bmm(weights.unsqueeze(1).to(values.dtype), values).squeeze(1)
-    return context, weights
+
+    key: nn.Module
+
+    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """Keys of the encoder outputs ``memory`` (B, S, K), computed once per sentence."""
+        return self.key(memory)
+
+    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Alignment scores (B, S) of the decoder state ``query`` (B, Q) against ``keys``."""
+        raise NotImplementedError
+
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attend from the decoder state ``query`` (B, Q).
+
+        :param keys: from :meth:`project_keys`, shape (B, S, A or Q)
+        :param values: encoder outputs, shape (B, S, K)
+        :param src_mask: bool, True on real source tokens, shape (B, S)
+        :return: context (B, K) and attention weights (B, S), exactly zero on padding
+        """
+        weights = self.score(query, keys).masked_fill(~src_mask, float("-inf")).softmax(dim=-1)
+        context = torch.bmm(weights.unsqueeze(1).to(values.dtype), values).squeeze(1)
+        return context, weights
 
 
-class BahdanauAttention(nn.Module):
+class BahdanauAttention(RecurrentAttention):
     """Additive attention ``e_j = v^T tanh(W s + U h_j)`` (Bahdanau et al. 2015, section 3.1, appendix A.1.2).
 
     ``U h_j`` does not depend on the decoder state, so :meth:`project_keys` computes it once per
@@ -107,25 +126,12 @@ class BahdanauAttention(nn.Module):
         self.key = nn.Linear(key_size, attention_dim)  # U
         self.energy = nn.Linear(attention_dim, 1, bias=False)  # v
 
-    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
-        """``U h`` of the encoder outputs ``memory`` (B, S, K); returns (B, S, A)."""
-        return self.key(memory)
-
-    def forward(
-        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Attend from the decoder state ``query`` (B, Q).
-
-        :param keys: from :meth:`project_keys`, shape (B, S, A)
-        :param values: encoder outputs, shape (B, S, K)
-        :param src_mask: bool, True on real source tokens, shape (B, S)
-        :return: context (B, K) and attention weights (B, S)
-        """
-        scores = self.energy(torch.tanh(keys + self.query(query).unsqueeze(1))).squeeze(-1)  # (B, S)
-        return attend(scores, values, src_mask)
+    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """``v^T tanh(W s + U h_j)`` with ``keys`` = ``U h`` (B, S, A)."""
+        return self.energy(torch.tanh(keys + self.query(query).unsqueeze(1))).squeeze(-1)  # (B, S)
 
 
-class LuongAttention(nn.Module):
+class LuongAttention(RecurrentAttention):
     """Multiplicative attention (Luong et al. 2015, section 3.1): ``dot`` ``s^T h_j`` or ``general`` ``s^T W h_j``.
 
     For ``general`` :meth:`project_keys` computes ``W h_j`` once per sentence, so each step is one
@@ -140,19 +146,6 @@ class LuongAttention(nn.Module):
             raise ValueError(f"dot attention needs equal decoder ({query_size}) and encoder ({key_size}) sizes")
         self.key = nn.Linear(key_size, query_size, bias=False) if method == "general" else nn.Identity()  # W
 
-    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
-        """``W h`` (general) or ``h`` (dot) of the encoder outputs ``memory`` (B, S, K); returns (B, S, Q)."""
-        return self.key(memory)
-
-    def forward(
-        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Attend from the decoder state ``query`` (B, Q).
-
-        :param keys: from :meth:`project_keys`, shape (B, S, Q)
-        :param values: encoder outputs, shape (B, S, K)
-        :param src_mask: bool, True on real source tokens, shape (B, S)
-        :return: context (B, K) and attention weights (B, S)
-        """
-        scores = torch.bmm(keys, query.unsqueeze(2).to(keys.dtype)).squeeze(2)  # (B, S)
-        return attend(scores, values, src_mask)
+    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """``s^T h_j`` with ``keys`` = ``W h`` (general) or ``h`` (dot), shape (B, S, Q)."""
+        return torch.bmm(keys, query.unsqueeze(2).to(keys.dtype)).squeeze(2)  # (B, S)
