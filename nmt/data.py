@@ -75,20 +75,35 @@ class ParallelData:
         trg_sp: spm.SentencePieceProcessor,
         max_length: int | None = None,
     ) -> "ParallelData":
-        """Encode aligned files (or lists of files).
+        """Encode aligned files (or lists of files); see :meth:`from_lines`."""
+        src_lines, trg_lines = read_corpus(src_path), read_corpus(trg_path)
+        return cls.from_lines(src_lines, trg_lines, src_sp, trg_sp, max_length, names=(str(src_path), str(trg_path)))
+
+    @classmethod
+    def from_lines(
+        cls,
+        src_lines: list[str],
+        trg_lines: list[str],
+        src_sp: spm.SentencePieceProcessor,
+        trg_sp: spm.SentencePieceProcessor,
+        max_length: int | None = None,
+        names: tuple[str, str] = ("source", "target"),
+    ) -> "ParallelData":
+        """Encode aligned sentences.
 
         Pairs longer than ``max_length`` subwords (EOS included) on either side are left out.
+
+        :param names: what error messages call the two sides (their files)
         """
-        src_lines, trg_lines = read_corpus(src_path), read_corpus(trg_path)
         if len(src_lines) != len(trg_lines):
-            raise DataError(f"{src_path} has {len(src_lines)} lines but {trg_path} has {len(trg_lines)}")
+            raise DataError(f"{names[0]} has {len(src_lines)} lines but {names[1]} has {len(trg_lines)}")
         src, trg = EncodedCorpus.from_lines(src_lines, src_sp), EncodedCorpus.from_lines(trg_lines, trg_sp)
         if max_length is not None:
             keep = np.flatnonzero((src.lengths <= max_length) & (trg.lengths <= max_length))
             if len(keep) < len(src):
                 src, trg = _subset(src, keep), _subset(trg, keep)
         if len(src) == 0:
-            raise DataError(f"{src_path}: no sentence pairs left to train on")
+            raise DataError(f"{names[0]}: no sentence pairs left to train on")
         return cls(src, trg)
 
     def __len__(self) -> int:

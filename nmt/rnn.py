@@ -264,7 +264,6 @@ def build_rnn(config: RnnConfig, src_vocab: int, trg_vocab: int, shared_vocab: b
     std emb_dim^-0.5) rather than the papers' fixed ranges (Luong's uniform [-0.1, 0.1], section 4.1),
     which leave small models almost insensitive to their input.
     """
-    config.check("model")
     trg_embedding = nn.Embedding(trg_vocab, config.emb_dim, padding_idx=PAD)
     src_embedding = (
         trg_embedding

@@ -131,8 +131,8 @@ def train(
     src_sp, trg_sp = load_subword(src_spm), load_subword(trg_spm)
     shared_vocab = src_sp.serialized_model_proto() == trg_sp.serialized_model_proto()
     data = ParallelData.from_files(train_src, train_trg, src_sp, trg_sp, config.max_length)
-    dev = ParallelData.from_files(dev_src, dev_ref, src_sp, trg_sp)
     dev_src_lines, dev_ref_lines = read_lines(dev_src), read_lines(dev_ref)
+    dev = ParallelData.from_lines(dev_src_lines, dev_ref_lines, src_sp, trg_sp, names=(str(dev_src), str(dev_ref)))
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
 
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
