@@ -17,6 +17,8 @@ def translate(args: argparse.Namespace) -> None:
             "method": args.method,
             "beam_size": args.beam_size,
             "length_penalty": args.length_penalty,
+            "sampling_topk": args.sampling_topk,
+            "seed": args.seed,
             "batch_size": args.batch_size,
         },
         "translate",
@@ -44,9 +46,11 @@ def main(argv: list[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("translate", help="translate stdin to stdout with a trained model directory")
     p.add_argument("--model", required=True, help="model directory (model.pt, src.model, trg.model)")
-    p.add_argument("--method", default="beam", choices=["beam", "greedy"])
+    p.add_argument("--method", default="beam", choices=["beam", "greedy", "sample"])
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--sampling-topk", type=int, default=0, help="sample: among the k best tokens (0: all)")
+    p.add_argument("--seed", type=int, default=1, help="sample: random seed")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.set_defaults(run=translate)

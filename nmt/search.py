@@ -1,4 +1,4 @@
-"""Greedy and beam search over the decoder contract of :mod:`nmt.model` (no architecture branches).
+"""Greedy, sampling and beam search over the decoder contract of :mod:`nmt.model` (no architecture branches).
 
 Legend: B batch, K beam size, V vocabulary, S source length.
 """
@@ -23,6 +23,39 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, max_len_a: float = 1.5, max
     :param src: source ids (B, S) with EOS, right-padded
     :return: for each sentence the output ids without EOS
     """
+    return _one_path_search(model, src, lambda logits: logits.argmax(dim=-1), max_len_a, max_len_b)
+
+
+@torch.no_grad()
+def sample_search(
+    model: Seq2Seq,
+    src: torch.Tensor,
+    topk: int = 0,
+    generator: torch.Generator | None = None,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+) -> list[list[int]]:
+    """Draw every token from the model's distribution (Edunov et al. 2018), optionally from the k best only.
+
+    :param src: source ids (B, S) with EOS, right-padded
+    :param topk: sample among the ``topk`` most probable tokens; 0 samples from the whole vocabulary
+    :param generator: random generator on ``src.device``, for reproducible samples
+    :return: for each sentence the output ids without EOS
+    """
+
+    def draw(logits: torch.Tensor) -> torch.Tensor:  # (B, V) -> (B,)
+        logits = logits.float()
+        if topk:
+            values, indices = logits.topk(min(topk, logits.size(-1)), dim=-1)
+            choice = torch.multinomial(F.softmax(values, dim=-1), 1, generator=generator)
+            return indices.gather(1, choice).squeeze(1)
+        return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
+
+    return _one_path_search(model, src, draw, max_len_a, max_len_b)
+
+
+def _one_path_search(model: Seq2Seq, src: torch.Tensor, choose, max_len_a: float, max_len_b: int) -> list[list[int]]:
+    """Extend one hypothesis per sentence with ``choose(logits (B, V)) -> (B,)`` until EOS or the limit."""
     B = src.size(0)
     limit = max_output_lengths(src, max_len_a, max_len_b)
     state = model.init_state(src)
@@ -31,7 +64,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, max_len_a: float = 1.5, max
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     for t in range(outputs.size(1)):
         logits, state = model.step(prev, state)
-        prev = logits.argmax(dim=-1)
+        prev = choose(logits)
         prev = torch.where(limit <= t + 1, torch.full_like(prev, EOS), prev)  # forced end at the limit
         outputs[:, t] = prev.masked_fill(done, PAD)
         done |= prev == EOS

@@ -12,7 +12,7 @@ from nmt.config import DecodeConfig
 from nmt.data import EOS, pad, read_lines
 from nmt.errors import DataError
 from nmt.model import Seq2Seq, model_from_spec
-from nmt.search import beam_search, greedy_search
+from nmt.search import beam_search, greedy_search, sample_search
 from nmt.subword import load_subword
 
 log = logging.getLogger(__name__)
@@ -61,18 +61,22 @@ def translate_lines(
     """Translate plain-text ``lines`` into detokenized plain text, in input order.
 
     Sentences are sorted by length so that each batch holds similar lengths (little padding).
+    Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
     """
     was_training = model.training
     model.eval()
     ids = [p + [EOS] for p in src_sp.encode(lines)]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     hyps: list[str] = [""] * len(ids)
+    generator = torch.Generator(device=device).manual_seed(config.seed)
     for start in range(0, len(order), config.batch_size):
         chunk = order[start : start + config.batch_size]
         src = pad([ids[i] for i in chunk]).to(device)
         with autocast(device, bf16):
             if config.method == "greedy":
                 out = greedy_search(model, src, config.max_len_a, config.max_len_b)
+            elif config.method == "sample":
+                out = sample_search(model, src, config.sampling_topk, generator, config.max_len_a, config.max_len_b)
             else:
                 out = beam_search(
                     model, src, config.beam_size, config.length_penalty, config.max_len_a, config.max_len_b

@@ -1,11 +1,11 @@
-"""Greedy and beam search through the decoder contract."""
+"""Greedy, sampling and beam search through the decoder contract."""
 
 import pytest
 import torch
-from conftest import ARCHS, tiny_model
+from conftest import ARCHS, stepwise_logits, tiny_model
 
-from nmt.data import EOS, PAD
-from nmt.search import beam_search, greedy_search, length_penalty, max_output_lengths
+from nmt.data import BOS, EOS, PAD
+from nmt.search import beam_search, greedy_search, length_penalty, max_output_lengths, sample_search
 
 V = 40
 
@@ -22,8 +22,6 @@ def sources(B=6, S=9, seed=0):
 @torch.no_grad()
 def sequence_logprob(model, src_row, hyp):
     """Log-probability of ``hyp`` + EOS under the model, by teacher forcing."""
-    from nmt.data import BOS
-
     trg = torch.tensor([[BOS, *hyp]])
     lprobs = torch.log_softmax(model.logits(src_row[None], trg), dim=-1)[0]
     return float(lprobs.gather(1, torch.tensor([*hyp, EOS])[:, None]).sum())
@@ -75,3 +73,26 @@ def test_length_penalty():
     assert length_penalty(1, 1.0) == 1.0
     assert length_penalty(7, 0.0) == 1.0
     assert length_penalty(7, 1.0) == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sampling(arch):
+    model = tiny_model(arch, V)
+    src = sources()
+
+    def draw(topk, seed):
+        return sample_search(model, src, topk, torch.Generator().manual_seed(seed))
+
+    assert draw(1, 0) == greedy_search(model, src), "top-1 sampling is greedy search"
+    assert draw(0, 7) == draw(0, 7), "the same seed draws the same outputs"
+    assert draw(0, 7) != draw(0, 8)
+
+
+def test_top_k_sampling_draws_only_among_the_k_best():
+    model = tiny_model("transformer", V)
+    src = sources()
+    hyps = sample_search(model, src, 3, torch.Generator().manual_seed(0), max_len_a=2.0)
+    for row, hyp in zip(src, hyps, strict=True):
+        trg_in = torch.tensor([[BOS, *hyp]])
+        allowed = stepwise_logits(model, row[None], trg_in)[0].topk(3, dim=-1).indices
+        assert all(token in allowed[t].tolist() for t, token in enumerate(hyp))
