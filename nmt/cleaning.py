@@ -7,6 +7,7 @@ import json
 import logging
 import lzma
 import os
+import random
 import unicodedata
 import zlib
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ BOM = b"\xef\xbb\xbf"
 # Bytes of a non-gzip file named .gz/.xz that must be text before we read it as plain text.
 SNIFF_BYTES = 1 << 16
 FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "ratio", "duplicate", "max_pairs")
+MONO_FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "duplicate", "in_eval", "max_sentences")
 # Zero-width (non-)joiners are format characters (Cf) that spell words in Persian and Indic scripts.
 KEEP_FORMAT_CHARS = {"\u200c", "\u200d"}
 _MISSING = object()
@@ -177,8 +179,8 @@ def clean_corpus(
     seen: set[bytes] = set()
     lines_in = kept = 0
     with ExitStack() as stack:
-        src_f = stack.enter_context(_atomic_text(src_out))
-        trg_f = stack.enter_context(_atomic_text(trg_out))
+        src_f = stack.enter_context(atomic_text(src_out))
+        trg_f = stack.enter_context(atomic_text(trg_out))
         for src, trg in _zip_aligned(src_in, trg_in):
             lines_in += 1
             if src is None or trg is None:
@@ -187,8 +189,7 @@ def clean_corpus(
             src, trg = src_norm(src), trg_norm(trg)
             reason = _get_drop_reason(src, trg, config)
             if reason is None and config.dedup:
-                # A 16-byte digest per pair keeps the memory of dedup small on large corpora.
-                key = hashlib.blake2b(f"{src}\n{trg}".encode(), digest_size=16).digest()
+                key = _digest(f"{src}\n{trg}")
                 reason = "duplicate" if key in seen else None
                 seen.add(key)
             if reason is None and config.max_pairs is not None and kept >= config.max_pairs:
@@ -205,11 +206,100 @@ def clean_corpus(
             counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
             raise DataError(f"{src_in}: all {lines_in} lines were dropped by the filters ({counts})")
     result = {"src": str(src_in), "trg": str(trg_in), "lines_in": lines_in, "kept": kept, "dropped": dropped}
-    with _atomic_text(report) as f:
+    with atomic_text(report) as f:
         json.dump(result, f, indent=2)
         f.write("\n")
     log.info("%s: kept %d of %d pairs, dropped %s", src_in, kept, lines_in, dropped)
     return result
+
+
+def clean_monolingual(
+    inputs: list[str | Path],
+    output: str | Path,
+    report: str | Path,
+    config: CleanConfig,
+    lang: str,
+    exclude: list[str | Path] = (),
+    max_sentences: int | None = None,
+    seed: int = 1,
+) -> dict:
+    """Normalize and filter monolingual corpora into one file, e.g. target-language text to back-translate.
+
+    Sentences are normalized like parallel data and dropped by the first matching filter:
+    ``invalid_utf8``, ``empty``, ``too_short``, ``too_long`` (``config`` token limits), ``duplicate``
+    (if ``config.dedup``), ``in_eval`` (the sentence, once normalized, is a line of an ``exclude``
+    file: dev and test references must not leak into training), ``max_sentences`` (a uniform random
+    sample of that size is kept, reservoir-style, in the original order; reproducible by ``seed``).
+
+    :param inputs: raw files (plain, gzip or xz), read one after the other
+    :param output: cleaned sentences, written atomically
+    :param report: JSON report: ``inputs``, ``lines_in``, ``kept`` and per-filter ``dropped``
+    :param config: normalization and length settings (``max_ratio`` and ``max_pairs`` do not apply)
+    :param lang: language code, for punctuation normalization
+    :param exclude: files whose (normalized) lines are removed
+    :param max_sentences: keep at most this many sentences; None keeps all
+    :param seed: seed of the sample
+    :return: the report dict
+    :raises DataError: if the inputs are empty or every sentence is dropped
+    """
+    norm = Normalizer(lang, config.normalize_punctuation)
+    held_out = {_digest(norm(line)) for path in exclude for line in open_text(path) if line is not None}
+    dropped = dict.fromkeys(MONO_FILTERS, 0)
+    seen: set[bytes] = set()
+    rng = random.Random(seed)
+    sample: list[tuple[int, str]] = []  # (position among the sentences that passed the filters, sentence)
+    lines_in = passed = 0
+    for path in inputs:
+        for line in open_text(path):
+            lines_in += 1
+            if line is None:
+                dropped["invalid_utf8"] += 1
+                continue
+            line = norm(line)
+            n = len(line.split())
+            reason = (
+                "empty" if not line
+                else "too_short" if n < config.min_length
+                else "too_long" if n > config.max_length
+                else None
+            )  # fmt: skip
+            key = _digest(line)
+            if reason is None and config.dedup:
+                reason = "duplicate" if key in seen else None
+                seen.add(key)
+            if reason is None and key in held_out:
+                reason = "in_eval"
+            if reason is not None:
+                dropped[reason] += 1
+                continue
+            # Reservoir sampling (Algorithm R): every passed sentence ends in the sample with equal chance.
+            if max_sentences is None or passed < max_sentences:
+                sample.append((passed, line))
+            else:
+                j = rng.randrange(passed + 1)
+                if j < max_sentences:
+                    sample[j] = (passed, line)
+            passed += 1
+    if lines_in == 0:
+        raise DataError(f"{inputs[0]}: corpus is empty")
+    if not sample:
+        counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
+        raise DataError(f"{inputs[0]}: all {lines_in} lines were dropped by the filters ({counts})")
+    dropped["max_sentences"] = passed - len(sample)
+    with atomic_text(output) as f:
+        for _, line in sorted(sample):
+            f.write(line + "\n")
+    result = {"inputs": [str(p) for p in inputs], "lines_in": lines_in, "kept": len(sample), "dropped": dropped}
+    with atomic_text(report) as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    log.info("%s: kept %d of %d sentences, dropped %s", output, len(sample), lines_in, dropped)
+    return result
+
+
+def _digest(text: str) -> bytes:
+    """A 16-byte key per sentence keeps the memory of dedup small on large corpora."""
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
 def _get_drop_reason(src: str, trg: str, config: CleanConfig) -> str | None:
@@ -250,7 +340,7 @@ def prepare_eval_set(
     """
     src_norm = Normalizer(src_lang, punctuation)
     count = 0
-    with _atomic_text(src_out) as src_f, _atomic_text(ref_out) as ref_f:
+    with atomic_text(src_out) as src_f, atomic_text(ref_out) as ref_f:
         for count, (src, ref) in enumerate(_zip_aligned(src_in, ref_in), start=1):
             for path, line in ((src_in, src), (ref_in, ref)):
                 if line is None:
@@ -274,7 +364,7 @@ def _zip_aligned(src_in: str | Path, trg_in: str | Path) -> Iterator[tuple[str |
 
 
 @contextmanager
-def _atomic_text(path: str | Path) -> Iterator[IO[str]]:
+def atomic_text(path: str | Path) -> Iterator[IO[str]]:
     """Open a temp file next to ``path`` for writing UTF-8 text; move it to ``path`` only on success."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt.cleaning import Normalizer, clean_corpus, open_text, prepare_eval_set
+from nmt.cleaning import Normalizer, clean_corpus, clean_monolingual, open_text, prepare_eval_set
 from nmt.config import CleanConfig
 from nmt.errors import DataError
 
@@ -338,3 +338,38 @@ def test_max_pairs_keeps_the_first_pairs(tmp_path: Path) -> None:
     report = run_clean(tmp_path, src, [f"x y {i}" for i in range(10)], max_pairs=4)
     assert report["kept"] == 4 and report["dropped"]["max_pairs"] == 6
     assert (tmp_path / "out" / "train.de").read_text().splitlines() == src[:4]
+
+
+def test_clean_monolingual_filters_and_excludes_eval_sentences(tmp_path: Path) -> None:
+    lines = ["Ein Hund.", "", "Ein Hund.", "Zwei  Katzen «schlafen»", b"\xff", "x " * 200]
+    mono = write_lines(tmp_path / "mono.de", lines)
+    part2 = write_lines(tmp_path / "mono2.de", ["Ein Test-Satz.", "Noch einer."])
+    ref = write_lines(tmp_path / "test.de", ["Zwei Katzen «schlafen»"])  # normalized, it equals line 4
+    report = clean_monolingual([mono, part2], tmp_path / "out.de", tmp_path / "r.json", CleanConfig(), "de", [ref])
+    assert read_lines(tmp_path / "out.de") == ["Ein Hund.", "Ein Test-Satz.", "Noch einer."]
+    assert report["lines_in"] == 8 and report["kept"] == 3
+    expected = {"invalid_utf8": 1, "empty": 1, "duplicate": 1, "in_eval": 1, "too_long": 1}
+    assert {k: v for k, v in report["dropped"].items() if v} == expected
+    assert json.loads((tmp_path / "r.json").read_text()) == report
+
+
+def test_clean_monolingual_sample_is_seeded_and_keeps_order(tmp_path: Path) -> None:
+    mono = write_lines(tmp_path / "mono.de", [f"Satz {i}" for i in range(1000)])
+
+    def sample(seed: int) -> list[str]:
+        clean_monolingual([mono], tmp_path / "o.de", tmp_path / "r.json", CleanConfig(), "de", [], 100, seed)
+        return read_lines(tmp_path / "o.de")
+
+    first = sample(1)
+    assert len(first) == 100 and first == sample(1) and first != sample(2)
+    numbers = [int(line.split()[1]) for line in first]
+    assert numbers == sorted(numbers), "the sample keeps the original order"
+    assert numbers[-1] > 500, "the sample is drawn from the whole corpus, not its head"
+
+
+def test_clean_monolingual_all_dropped(tmp_path: Path) -> None:
+    mono = write_lines(tmp_path / "mono.de", ["", " "])
+    with pytest.raises(DataError) as excinfo:
+        clean_monolingual([mono], tmp_path / "o.de", tmp_path / "r.json", CleanConfig(), "de")
+    assert_one_line(excinfo, mono, "all 2 lines were dropped")
+    assert not (tmp_path / "o.de").exists()
