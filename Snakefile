@@ -5,6 +5,11 @@
 #   {src}-{trg}/data/clean/{corpus}.{lang}             cleaned training corpus (+ {corpus}.report.json)
 #   {src}-{trg}/data/eval/{corpus}.{lang}              dev/test set: normalized source, verbatim reference
 #   {src}-{trg}/subword/{lang}.model                   sentencepiece model per language (a copy when joint)
+#   {src}-{trg}/data/mono/mono.{trg}                   cleaned monolingual sample (+ mono.report.json)
+#   {src}-{trg}/backtranslation/reverse/               the trg->src model (model.pt, summary.json, ...)
+#   {src}-{trg}/backtranslation/parts/{part}.{trg}     monolingual parts (checkpoint split_monolingual)
+#   {src}-{trg}/backtranslation/{variant}/parts/{part}.{src}   back-translated parts
+#   {src}-{trg}/backtranslation/{variant}/train.{lang} real + synthetic training corpus (+ report.json)
 #   {src}-{trg}/{model}/{stage}/model/                 model.pt, summary.json, valid.tsv, checkpoints/
 #   {src}-{trg}/{model}/{stage}/translations/{test}.{trg}   detokenized system output
 #   {src}-{trg}/{model}/{stage}/scores/{test}.json     BLEU/chrF/TER with sacrebleu signatures
@@ -12,7 +17,8 @@
 #   benchmarks/{rule}/...tsv                           Snakemake benchmark of training and translation jobs
 #   logs/{rule}/...log                                 one log per job
 # {model} is a key of config["models"] (transformer, rnn, convs2s by default); {stage} is "baseline"
-# (trained on the parallel data only).
+# (trained on the parallel data only) or a key of config["backtranslation"]["variants"] (trained on
+# that variant's real + synthetic corpus).
 
 from snakemake.utils import min_version
 
@@ -25,6 +31,7 @@ configfile: "config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/subword.smk"
+include: "workflow/rules/backtranslate.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 

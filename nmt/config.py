@@ -159,9 +159,11 @@ class TrainConfig:
 class DecodeConfig:
     """Search settings; output length is at most ``max_len_a * S + max_len_b`` subwords."""
 
-    method: Literal["beam", "greedy"] = "beam"
+    method: Literal["beam", "greedy", "sample"] = "beam"
     beam_size: int = 5
     length_penalty: float = 1.0
+    sampling_topk: int = 0
+    seed: int = 1
     max_len_a: float = 1.5
     max_len_b: int = 10
     batch_size: int = 64
@@ -170,3 +172,41 @@ class DecodeConfig:
         _positive(where, beam_size=self.beam_size, batch_size=self.batch_size)
         if self.length_penalty < 0:
             raise ConfigError(f"{where}.length_penalty: must be >= 0, got {self.length_penalty}")
+        if self.sampling_topk < 0:
+            raise ConfigError(f"{where}.sampling_topk: must be >= 0, got {self.sampling_topk}")
+
+    def describe(self) -> str:
+        """Short name of the search, e.g. ``beam5``, ``greedy``, ``sample`` or ``sample-top10``."""
+        if self.method == "beam":
+            return f"beam{self.beam_size}"
+        if self.method == "sample" and self.sampling_topk:
+            return f"sample-top{self.sampling_topk}"
+        return self.method
+
+
+@dataclass
+class SyntheticConfig:
+    """Building of a back-translated training corpus: filters of the synthetic pairs and the data mix.
+
+    A synthetic pair (generated source, real monolingual target) is dropped if the source is empty,
+    a copy of the target, has a word n-gram of length ``repeat_ngram`` more than ``max_repeats``
+    times (a looping decoder), or if the longer side has more than ``max_ratio`` times the tokens of
+    the shorter side.
+    """
+
+    tagged: bool = False
+    synthetic_ratio: float | None = None
+    upsample_real: int = 1
+    max_ratio: float = 3.0
+    repeat_ngram: int = 3
+    max_repeats: int = 2
+
+    def check(self, where: str) -> None:
+        _positive(
+            where,
+            synthetic_ratio=self.synthetic_ratio,
+            upsample_real=self.upsample_real,
+            max_ratio=self.max_ratio,
+            repeat_ngram=self.repeat_ngram,
+            max_repeats=self.max_repeats,
+        )

@@ -15,6 +15,8 @@ log = logging.getLogger(__name__)
 
 # Fixed ids so that every model agrees with nmt.data.PAD/UNK/BOS/EOS.
 SPECIAL_IDS = {"pad_id": 0, "unk_id": 1, "bos_id": 2, "eos_id": 3}
+# Marks back-translated sources (Caswell et al. 2019); always one piece, so tagging needs no new vocabulary.
+BT_TAG = "<BT>"
 
 
 def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int) -> None:
@@ -38,6 +40,7 @@ def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threa
             hard_vocab_limit=False,
             num_threads=max(1, threads),
             minloglevel=2,
+            user_defined_symbols=[BT_TAG],
             **SPECIAL_IDS,
         )
         os.replace(f"{prefix}.model", model_out)

@@ -8,7 +8,7 @@ import pandas as pd
 
 # Columns in the order readers expect them; any other keys of the records follow.
 COLUMNS = [
-    "pair", "testset", "model", "arch", "data", "bleu", "chrf", "ter",
+    "pair", "testset", "model", "arch", "stage", "data", "bleu", "chrf", "ter",
     "parameters", "train_seconds", "tokens_per_second", "steps", "device",
 ]  # fmt: skip
 
@@ -18,7 +18,12 @@ def collect_scores(score_files: list[str | Path]) -> pd.DataFrame:
     records = [json.loads(Path(f).read_text()) for f in score_files]
     df = pd.DataFrame.from_records(records)
     columns = [c for c in COLUMNS if c in df.columns] + [c for c in df.columns if c not in COLUMNS]
-    return df[columns].sort_values(["pair", "testset", "model", "data"]).reset_index(drop=True)
+    return df[columns].sort_values(["pair", "testset", "model", "stage"], key=_baseline_first).reset_index(drop=True)
+
+
+def _baseline_first(column: pd.Series) -> pd.Series:
+    """Sort key: the baseline stage before the back-translation variants, other columns as they are."""
+    return column.where(column != "baseline", "") if column.name == "stage" else column
 
 
 def write_tables(df: pd.DataFrame, csv_path: str | Path, md_path: str | Path) -> None:

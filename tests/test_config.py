@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, TrainConfig, from_dict
+from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
 from nmt.errors import ConfigError
 from nmt.model import resolve_model_options
 
@@ -23,6 +23,10 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (TrainConfig, {"valid_metric": "ter"}, "train.valid_metric: 'ter' is not one of 'bleu', 'loss'"),
         (SubwordConfig, {"model_type": "wordpiece"}, "train.model_type: 'wordpiece' is not one of"),
         (DecodeConfig, {"beam_size": 0}, "train.beam_size: must be > 0"),
+        (DecodeConfig, {"method": "nucleus"}, "train.method: 'nucleus' is not one of 'beam', 'greedy', 'sample'"),
+        (DecodeConfig, {"sampling_topk": -1}, "train.sampling_topk: must be >= 0"),
+        (SyntheticConfig, {"upsample_real": 0}, "train.upsample_real: must be > 0"),
+        (SyntheticConfig, {"tag": True}, "train: unknown key 'tag'"),
         (CleanConfig, [], "train: expected a mapping"),
     ],
 )
@@ -39,17 +43,20 @@ def test_from_dict_converts_ints_and_lists():
     assert config.adam_betas == (0.9, 0.99)
 
 
+VARIANT = SCHEMA["properties"]["backtranslation"]["properties"]["variants"]["additionalProperties"]["properties"]
+
+
 @pytest.mark.parametrize(
-    "section, cls",
+    "properties, cls",
     [
-        ("cleaning", CleanConfig),
-        ("subword", SubwordConfig),
-        ("training", TrainConfig),
-        ("decoding", DecodeConfig),
+        (SCHEMA["properties"]["cleaning"]["properties"], CleanConfig),
+        (SCHEMA["properties"]["subword"]["properties"], SubwordConfig),
+        (SCHEMA["properties"]["training"]["properties"], TrainConfig),
+        (SCHEMA["properties"]["decoding"]["properties"], DecodeConfig),
+        ({k: v for k, v in VARIANT.items() if k != "generation"}, SyntheticConfig),
     ],
 )
-def test_schema_documents_every_field_with_the_code_default(section, cls):
-    properties = SCHEMA["properties"][section]["properties"]
+def test_schema_documents_every_field_with_the_code_default(properties, cls):
     fields = {f.name: f for f in dataclasses.fields(cls)}
     assert set(properties) == set(fields)
     for name, field in fields.items():

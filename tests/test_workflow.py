@@ -1,5 +1,6 @@
 """The real Snakefile: lint, dry run, config errors, and the whole tiny pipeline against the shared mirror."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,9 @@ def test_default_config_dry_run(tmp_path):
     assert out.returncode == 0, out.stderr
     for rule in ("download_corpus", "clean_corpus", "train_subword", "train_model", "translate_test", "collect_scores"):
         assert rule in out.stdout
+    # The default includes back-translation (the jobs after the split checkpoint appear once it has run).
+    for rule in ("clean_monolingual", "split_monolingual", "build_synthetic_corpus"):
+        assert rule in out.stdout
 
 
 @pytest.mark.parametrize(
@@ -42,6 +46,16 @@ def test_default_config_dry_run(tmp_path):
         ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
         ({"models": {"t": {"arch": "rnn", "training": {"lr": "x"}}}}, "models.t.training.lr: expected float, got 'x'"),
         ({"data": {"train": ["nope"], "dev": "multi30k_val", "test": ["test_2016_flickr"]}}, "corpus 'nope' is not"),
+        ({"backtranslation": {"models": ["lstm"]}}, "backtranslation.models: 'lstm' is not a key of models"),
+        ({"backtranslation": {"models": ["rnn"], "variants": {"baseline": {}}}}, "key 'backtranslation.variants'"),
+        (
+            {"backtranslation": {"models": ["rnn"], "variants": {"bt": {"generation": {"method": "nucleus"}}}}},
+            "backtranslation.variants.bt.generation.method: 'nucleus' is not one of",
+        ),
+        (
+            {"backtranslation": {"models": ["rnn"], "reverse_model": {"arch": "rnn", "layers": 2}}},
+            "backtranslation.reverse_model: unknown key 'layers'",
+        ),
     ],
 )
 def test_config_errors_name_the_key(tmp_path, override, message):
@@ -73,17 +87,28 @@ def test_missing_mirror_file_is_one_clear_line(tmp_path):
 @pytest.mark.slow
 @needs_mirror
 def test_tiny_pipeline_end_to_end(tmp_path):
-    """Download, clean, subword, train all three architectures, translate, score and tabulate on 400 real pairs."""
+    """Download, clean, subword, train all three architectures, translate, score and tabulate on 400 real pairs;
+    back-translate 300 German sentences in 3 parts and train the Transformer on two back-translation variants."""
     workdir = tmp_path / "run"
     workdir.mkdir()
     shutil.copy(TINY / "config.yaml", workdir / "config.yaml")
     out = snakemake("--cores", "2", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert out.returncode == 0, out.stderr[-3000:]
     table = pd.read_csv(workdir / "results/tables/scores.csv")
-    assert sorted(table["model"]) == ["convs2s", "rnn", "transformer"]
+    assert list(zip(table["model"], table["stage"], strict=True)) == [
+        ("convs2s", "baseline"),
+        ("rnn", "baseline"),
+        ("transformer", "baseline"),
+        ("transformer", "bt_beam"),
+        ("transformer", "bt_sample_tagged"),
+    ]
+    assert list(table["data"]) == [
+        *["parallel"] * 3,
+        "parallel+bt (beam2)",
+        "parallel+bt (sample-top5, tagged, real x2)",
+    ]
     assert list(table["arch"]) == list(table["model"])
     assert set(table["pair"]) == {"en-de"} and set(table["testset"]) == {"test_2016_flickr"}
-    assert set(table["data"]) == {"parallel"}
     assert table["bleu"].between(0, 100).all() and (table["chrf"] > 0).all() and (table["parameters"] > 0).all()
     assert table["bleu_signature"].str.startswith("nrefs:1|case:mixed|eff:no|tok:13a").all()
     for model in ("transformer", "rnn", "convs2s"):
@@ -93,6 +118,21 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     report = (workdir / "results/en-de/data/clean/multi30k_train.report.json").read_text()
     assert '"kept": 400' in report
     assert (workdir / "results/data/download/multi30k_train.en.manifest.json").exists()
+    # Back-translation: the monolingual sample, its 3 parts, and each variant's corpus (real + filtered synthetic).
+    bt = workdir / "results/en-de/backtranslation"
+    mono = json.loads((workdir / "results/en-de/data/mono/mono.report.json").read_text())
+    assert mono["kept"] == 300 and mono["lines_in"] == 29000
+    assert sorted(p.name for p in (bt / "parts").iterdir()) == ["0000.de", "0001.de", "0002.de"]
+    assert (bt / "reverse/model.pt").exists() and (bt / "reverse/src.model").exists()
+    for variant, upsample in (("bt_beam", 1), ("bt_sample_tagged", 2)):
+        hyps = [line for part in sorted((bt / variant / "parts").iterdir()) for line in part.read_text().splitlines()]
+        assert len(hyps) == 300
+        report = json.loads((bt / variant / "report.json").read_text())
+        assert report["synthetic_in"] == 300 and report["real_pairs"] == 400 and report["upsample_real"] == upsample
+        assert report["synthetic_pairs"] + sum(report["dropped"].values()) == 300
+        src = (bt / variant / "train.en").read_text().splitlines()
+        assert len(src) == 400 * upsample + report["synthetic_pairs"]
+        assert sum(line.startswith("<BT> ") for line in src) == (report["synthetic_pairs"] if report["tagged"] else 0)
     assert "| en-de" in (workdir / "results/tables/scores.md").read_text()
     # Everything is up to date: a second run has nothing to do.
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)

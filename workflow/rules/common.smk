@@ -10,7 +10,7 @@ from jsonschema.exceptions import best_match
 from snakemake.utils import validate
 
 from nmt.download import MIRROR_ENV
-from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, TrainConfig, from_dict
+from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
 from nmt.errors import ConfigError
 from nmt.model import resolve_model_options
 
@@ -43,14 +43,36 @@ try:
     MODEL_OPTIONS = {name: {k: v for k, v in options.items() if k != "training"} for name, options in config["models"].items()}
     for name, options in MODEL_OPTIONS.items():
         resolve_model_options(options, f"models.{name}")
-    for role, names in (("train", config["data"]["train"]), ("dev", [config["data"]["dev"]]), ("test", config["data"]["test"])):
-        for name in names:
+    for role in ("train", "dev", "test", "mono"):
+        names = config["data"][role]
+        for name in [names] if isinstance(names, str) else names:
             if name not in config["corpora"]:
                 raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
+    # Back-translation: the reverse model, and per variant its generation search and corpus building.
+    BT = config["backtranslation"]
+    for name in BT["models"]:
+        if name not in config["models"]:
+            raise ConfigError(f"backtranslation.models: '{name}' is not a key of models")
+    if BT["models"] and not config["data"]["mono"]:
+        raise ConfigError("backtranslation.models: back-translation needs monolingual corpora in data.mono")
+    REVERSE_OPTIONS = {k: v for k, v in BT["reverse_model"].items() if k != "training"}
+    resolve_model_options(REVERSE_OPTIONS, "backtranslation.reverse_model")
+    REVERSE_TRAINING = from_dict(
+        TrainConfig, {**config["training"], **BT["reverse_model"].get("training", {})}, "backtranslation.reverse_model.training"
+    )
+    GENERATION = {
+        name: from_dict(DecodeConfig, variant.get("generation"), f"backtranslation.variants.{name}.generation")
+        for name, variant in BT["variants"].items()
+    }
+    SYNTHETIC = {
+        name: from_dict(SyntheticConfig, {k: v for k, v in variant.items() if k != "generation"}, f"backtranslation.variants.{name}")
+        for name, variant in BT["variants"].items()
+    }
 except ConfigError as e:
     sys.exit(f"config error: {e}")
 
 MODELS = list(config["models"])
+VARIANTS = list(BT["variants"])
 
 # The mirror reaches the download jobs through the environment rather than a param, so switching
 # between a mirror and the internet does not make Snakemake redo the downloads and all that follows.
@@ -64,7 +86,9 @@ wildcard_constraints:
     lang="[a-z]{2,3}",
     corpus="[A-Za-z0-9_.]+",
     model="[A-Za-z0-9_]+",
-    stage="baseline",
+    stage="|".join(["baseline", *VARIANTS]),
+    variant="|".join(VARIANTS),
+    part="[0-9]+",
 
 
 def get_url(wildcards):
@@ -78,11 +102,17 @@ def get_sha256(wildcards):
 def get_corpus_files(role, side):
     """Input function: prepared files of ``data.train`` (cleaned, a list) or ``data.dev`` (one file).
 
+    The training data of a back-translation stage is that variant's mixture of real and synthetic pairs.
+
     :param role: "train" or "dev"
     :param side: "src" or "trg"
     """
 
     def inputs(wildcards):
+        stage = getattr(wildcards, "stage", "baseline")
+        if role == "train" and stage != "baseline":
+            lang = getattr(wildcards, side)
+            return [f"results/{wildcards.src}-{wildcards.trg}/backtranslation/{stage}/train.{lang}"]
         files = expand(
             "results/{src}-{trg}/data/{folder}/{corpus}.{lang}",
             src=wildcards.src,
@@ -106,13 +136,58 @@ def get_training(wildcards, threads):
     return dataclasses.replace(training, threads=training.threads or threads)
 
 
-def get_score_files():
+def get_reverse_training(wildcards, threads):
+    return dataclasses.replace(REVERSE_TRAINING, threads=REVERSE_TRAINING.threads or threads)
+
+
+def get_generation(wildcards):
+    """The reverse model's search for one part; each part samples with its own seed."""
+    generation = GENERATION[wildcards.variant]
+    return dataclasses.replace(generation, seed=generation.seed + int(wildcards.part))
+
+
+def get_bt_parts(wildcards):
+    """Input function (after the split checkpoint): the monolingual parts and their back-translations."""
+    parts_dir = checkpoints.split_monolingual.get(src=wildcards.src, trg=wildcards.trg).output.parts
+    parts = sorted(glob_wildcards(f"{parts_dir}/{{part}}.{wildcards.trg}").part)
+    folder = f"results/{wildcards.src}-{wildcards.trg}/backtranslation"
+    return {
+        "bt_trg": [f"{parts_dir}/{part}.{wildcards.trg}" for part in parts],
+        "bt_src": [f"{folder}/{wildcards.variant}/parts/{part}.{wildcards.src}" for part in parts],
+    }
+
+
+def get_eval_refs(wildcards):
+    """Target sides of the dev and test sets, which the monolingual data must not contain."""
     return expand(
-        "results/{pair}/{model}/baseline/scores/{test}.json",
-        pair=config["pairs"],
-        model=MODELS,
-        test=config["data"]["test"],
+        "results/{src}-{trg}/data/eval/{corpus}.{trg}",
+        src=wildcards.src,
+        trg=wildcards.trg,
+        corpus=[config["data"]["dev"], *config["data"]["test"]],
     )
+
+
+def get_score_files():
+    systems = [(model, "baseline") for model in MODELS]
+    systems += [(model, variant) for model in BT["models"] for variant in VARIANTS]
+    return [
+        f"results/{pair}/{model}/{stage}/scores/{test}.json"
+        for pair in config["pairs"]
+        for model, stage in systems
+        for test in config["data"]["test"]
+    ]
+
+
+def describe_data(stage):
+    """The data column of the result table: ``parallel``, or e.g. ``parallel+bt (sample-top10, tagged)``."""
+    if stage == "baseline":
+        return "parallel"
+    details = [GENERATION[stage].describe()]
+    if SYNTHETIC[stage].tagged:
+        details.append("tagged")
+    if SYNTHETIC[stage].upsample_real > 1:
+        details.append(f"real x{SYNTHETIC[stage].upsample_real}")
+    return f"parallel+bt ({', '.join(details)})"
 
 
 def get_system(wildcards):
@@ -122,6 +197,7 @@ def get_system(wildcards):
         "testset": wildcards.test,
         "model": wildcards.model,
         "arch": config["models"][wildcards.model]["arch"],
-        "data": {"baseline": "parallel"}[wildcards.stage],
+        "stage": wildcards.stage,
+        "data": describe_data(wildcards.stage),
     }
 

@@ -1,4 +1,4 @@
-"""Rule train_model: train one model; re-running resumes from its last checkpoint."""
+"""Rules train_model and train_reverse_model: train one model; re-running resumes from its last checkpoint."""
 
 from pathlib import Path
 

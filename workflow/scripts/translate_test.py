@@ -1,4 +1,4 @@
-"""Rule translate_test: translate one test set with the trained model."""
+"""Rules translate_test and backtranslate_part: translate one file with a trained model."""
 
 from pathlib import Path
 

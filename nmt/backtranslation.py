@@ -1,0 +1,162 @@
+"""Back-translation (Sennrich et al. 2016): split monolingual text for translation, and build the
+synthetic + real training corpus from its translations.
+
+The reverse (target->source) model and the translation itself are the ordinary
+:func:`nmt.training.train` and :func:`nmt.translation.translate_file`; this module holds what is
+particular to back-translation.
+"""
+
+import json
+import logging
+import os
+import random
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+
+from nmt.cleaning import atomic_text
+from nmt.config import SyntheticConfig
+from nmt.data import read_corpus
+from nmt.errors import DataError
+from nmt.subword import BT_TAG
+
+log = logging.getLogger(__name__)
+
+SYNTHETIC_FILTERS = ("empty", "copy", "repeated_ngram", "ratio", "synthetic_ratio")
+
+
+def split_corpus(path: str | Path, out_dir: str | Path, chunk_lines: int, suffix: str) -> int:
+    """Cut a text file into parts of ``chunk_lines`` lines, ``out_dir/0000.{suffix}``, ``0001.{suffix}``, ...
+
+    The directory is written under a temporary name and renamed when complete, so an interrupted
+    split leaves no partial set of parts.
+
+    :return: the number of parts
+    :raises DataError: if the file is empty or ``chunk_lines`` < 1
+    """
+    if chunk_lines < 1:
+        raise DataError(f"{path}: chunk_lines must be >= 1, got {chunk_lines}")
+    out_dir = Path(out_dir)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
+    if tmp.exists():
+        for old in tmp.iterdir():
+            old.unlink()
+    tmp.mkdir(parents=True, exist_ok=True)
+    parts, f = 0, None
+    with open(path, encoding="utf-8") as lines:
+        for i, line in enumerate(lines):
+            if i % chunk_lines == 0:
+                if f is not None:
+                    f.close()
+                f = open(tmp / f"{parts:04d}.{suffix}", "w", encoding="utf-8")
+                parts += 1
+            f.write(line)
+    if f is None:
+        raise DataError(f"{path}: nothing to split, the file is empty")
+    f.close()
+    os.replace(tmp, out_dir)
+    log.info("split %s into %d parts of at most %d lines", path, parts, chunk_lines)
+    return parts
+
+
+def has_repeated_ngram(tokens: list[str], n: int, max_repeats: int) -> bool:
+    """Whether some n-gram of ``tokens`` occurs more than ``max_repeats`` times (a decoder stuck in a loop)."""
+    if len(tokens) < n * (max_repeats + 1):
+        return False
+    counts = Counter(tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    return max(counts.values()) > max_repeats
+
+
+def get_drop_reason(src: str, trg: str, config: SyntheticConfig) -> str | None:
+    """The first filter that drops the synthetic pair (generated ``src``, real ``trg``), or None."""
+    src_tokens, trg_tokens = src.split(), trg.split()
+    if not src_tokens:
+        return "empty"
+    if src == trg:
+        return "copy"
+    if has_repeated_ngram(src_tokens, config.repeat_ngram, config.max_repeats):
+        return "repeated_ngram"
+    if max(len(src_tokens), len(trg_tokens)) / min(len(src_tokens), len(trg_tokens)) > config.max_ratio:
+        return "ratio"
+    return None
+
+
+def build_synthetic_corpus(
+    real_src: list[str | Path],
+    real_trg: list[str | Path],
+    bt_src: list[str | Path],
+    bt_trg: list[str | Path],
+    src_out: str | Path,
+    trg_out: str | Path,
+    report: str | Path,
+    config: SyntheticConfig,
+    seed: int = 1,
+) -> dict:
+    """Write the training corpus of a back-translation system: real pairs plus filtered synthetic pairs.
+
+    The real pairs are written ``config.upsample_real`` times. Synthetic pairs (a back-translated
+    source from ``bt_src`` with its monolingual target from ``bt_trg``) that pass the filters of
+    :class:`~nmt.config.SyntheticConfig` follow; with ``config.synthetic_ratio`` at most that many
+    synthetic pairs per (upsampled) real pair are kept, a random sample reproducible by ``seed``.
+    With ``config.tagged`` every synthetic source starts with :data:`nmt.subword.BT_TAG`.
+    Training shuffles the batches, so the order of the lines does not matter.
+
+    :param real_src: cleaned source-side training files
+    :param real_trg: cleaned target-side training files, line-aligned
+    :param bt_src: back-translated parts, in the order of ``bt_trg``
+    :param bt_trg: the monolingual parts that were translated
+    :param src_out: source side of the mixture, written atomically
+    :param trg_out: target side of the mixture, written atomically
+    :param report: JSON report: real and synthetic pair counts, and the synthetic pairs dropped per filter
+    :return: the report dict
+    :raises DataError: if a translated part and its monolingual part differ in line count
+    """
+    src_lines, trg_lines = read_corpus(real_src), read_corpus(real_trg)
+    if len(src_lines) != len(trg_lines):
+        raise DataError(f"{real_src[0]} and {real_trg[0]}: {len(src_lines)} source but {len(trg_lines)} target lines")
+    dropped = dict.fromkeys(SYNTHETIC_FILTERS, 0)
+    synthetic: list[tuple[str, str]] = []
+    for hyp_path, mono_path in zip(bt_src, bt_trg, strict=True):
+        hyps, monos = read_corpus(hyp_path), read_corpus(mono_path)
+        if len(hyps) != len(monos):
+            raise DataError(f"{hyp_path} has {len(hyps)} lines but its monolingual part {mono_path} has {len(monos)}")
+        for hyp, mono in zip(hyps, monos, strict=True):
+            reason = get_drop_reason(hyp, mono, config)
+            if reason is None:
+                synthetic.append((hyp, mono))
+            else:
+                dropped[reason] += 1
+    real_pairs = len(src_lines) * config.upsample_real
+    if config.synthetic_ratio is not None and len(synthetic) > config.synthetic_ratio * real_pairs:
+        keep = int(config.synthetic_ratio * real_pairs)
+        chosen = sorted(random.Random(seed).sample(range(len(synthetic)), keep))
+        dropped["synthetic_ratio"] = len(synthetic) - keep
+        synthetic = [synthetic[i] for i in chosen]
+    if not synthetic:
+        counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
+        raise DataError(f"{bt_src[0] if bt_src else src_out}: no synthetic pair is left after the filters ({counts})")
+    tag = f"{BT_TAG} " if config.tagged else ""
+    with ExitStack() as stack:
+        src_f = stack.enter_context(atomic_text(src_out))
+        trg_f = stack.enter_context(atomic_text(trg_out))
+        for _ in range(config.upsample_real):
+            src_f.writelines(line + "\n" for line in src_lines)
+            trg_f.writelines(line + "\n" for line in trg_lines)
+        for hyp, mono in synthetic:
+            src_f.write(f"{tag}{hyp}\n")
+            trg_f.write(f"{mono}\n")
+    result = {
+        "real_pairs": len(src_lines),
+        "upsample_real": config.upsample_real,
+        "synthetic_in": len(synthetic) + sum(dropped.values()),
+        "synthetic_pairs": len(synthetic),
+        "tagged": config.tagged,
+        "dropped": dropped,
+    }
+    with atomic_text(report) as f:
+        f.write(json.dumps(result, indent=2) + "\n")
+    log.info(
+        "%s: %d real pairs x%d + %d synthetic pairs; dropped %s",
+        src_out, len(src_lines), config.upsample_real, len(synthetic), dropped,
+    )  # fmt: skip
+    return result

@@ -1,0 +1,127 @@
+"""Back-translation corpus building: splitting, degenerate-output filters, tagging and the data mix."""
+
+import json
+
+import pytest
+from conftest import write_lines
+
+from nmt.backtranslation import build_synthetic_corpus, get_drop_reason, has_repeated_ngram, split_corpus
+from nmt.config import SyntheticConfig
+from nmt.errors import DataError
+from nmt.subword import BT_TAG, load_subword
+
+
+def test_split_corpus_keeps_every_line_in_order(tmp_path):
+    lines = [f"satz {i}" for i in range(250)]
+    src = write_lines(tmp_path / "mono.de", lines)
+    assert split_corpus(src, tmp_path / "parts", 100, "de") == 3
+    parts = sorted((tmp_path / "parts").iterdir())
+    assert [p.name for p in parts] == ["0000.de", "0001.de", "0002.de"]
+    assert [len(p.read_text().splitlines()) for p in parts] == [100, 100, 50]
+    assert [line for p in parts for line in p.read_text().splitlines()] == lines
+    assert not (tmp_path / ".parts.tmp").exists()
+
+
+def test_split_empty_file_is_an_error(tmp_path):
+    with pytest.raises(DataError, match="empty.de: nothing to split"):
+        split_corpus(write_lines(tmp_path / "empty.de", []), tmp_path / "parts", 10, "de")
+    assert not (tmp_path / "parts").exists()
+
+
+@pytest.mark.parametrize(
+    "tokens, n, max_repeats, expected",
+    [
+        ("a man in a red shirt and a hat".split(), 1, 2, True),  # "a" three times
+        ("a man in a red shirt and a hat".split(), 1, 3, False),
+        ("the man is the man is the man is".split(), 3, 2, True),
+        ("the man is the man is".split(), 3, 2, False),
+        ([], 3, 2, False),
+    ],
+)
+def test_has_repeated_ngram(tokens, n, max_repeats, expected):
+    assert has_repeated_ngram(tokens, n, max_repeats) == expected
+
+
+@pytest.mark.parametrize(
+    "src, trg, reason",
+    [
+        ("", "ein Hund", "empty"),
+        ("ein Hund", "ein Hund", "copy"),
+        ("a dog a dog a dog a dog", "ein Hund rennt", "repeated_ngram"),
+        ("a dog", "ein Hund rennt über die große grüne Wiese", "ratio"),
+        ("a dog runs", "ein Hund rennt", None),
+    ],
+)
+def test_drop_reasons(src, trg, reason):
+    assert get_drop_reason(src, trg, SyntheticConfig(repeat_ngram=2, max_repeats=3)) == reason
+
+
+def make_parts(tmp_path, n_synthetic=6):
+    real_src = write_lines(tmp_path / "real.en", ["a dog", "a cat"])
+    real_trg = write_lines(tmp_path / "real.de", ["ein Hund", "eine Katze"])
+    hyps = [f"a man {i}" for i in range(n_synthetic)] + [""]  # the last one is degenerate
+    monos = [f"ein Mann {i}" for i in range(n_synthetic)] + ["ein leerer Satz"]
+    bt_src = [write_lines(tmp_path / "0.en", hyps[:3]), write_lines(tmp_path / "1.en", hyps[3:])]
+    bt_trg = [write_lines(tmp_path / "0.de", monos[:3]), write_lines(tmp_path / "1.de", monos[3:])]
+    return [real_src], [real_trg], bt_src, bt_trg
+
+
+def build(tmp_path, config, parts=None, seed=1):
+    out = tmp_path / "out"
+    report = build_synthetic_corpus(
+        *(parts or make_parts(tmp_path)), out / "train.en", out / "train.de", out / "report.json", config, seed=seed
+    )
+    src, trg = (out / "train.en").read_text().splitlines(), (out / "train.de").read_text().splitlines()
+    assert len(src) == len(trg)
+    assert json.loads((out / "report.json").read_text()) == report
+    return src, trg, report
+
+
+def test_real_then_filtered_synthetic_pairs(tmp_path):
+    src, trg, report = build(tmp_path, SyntheticConfig())
+    assert src == ["a dog", "a cat"] + [f"a man {i}" for i in range(6)]
+    assert trg == ["ein Hund", "eine Katze"] + [f"ein Mann {i}" for i in range(6)]
+    assert report["real_pairs"] == 2 and report["synthetic_pairs"] == 6 and report["synthetic_in"] == 7
+    assert report["dropped"]["empty"] == 1
+
+
+def test_tagging_and_upsampling(tmp_path):
+    src, trg, report = build(tmp_path, SyntheticConfig(tagged=True, upsample_real=3))
+    assert src[:6] == ["a dog", "a cat"] * 3 and trg[:6] == ["ein Hund", "eine Katze"] * 3
+    assert all(line.startswith(f"{BT_TAG} a man ") for line in src[6:])
+    assert not any(BT_TAG in line for line in src[:6] + trg)
+    assert report["upsample_real"] == 3 and report["tagged"] is True
+
+
+def test_synthetic_ratio_caps_a_seeded_sample(tmp_path):
+    # 2 real pairs x2 upsampled, ratio 1: at most 4 of the 6 synthetic pairs, the same 4 for the same seed.
+    config = SyntheticConfig(synthetic_ratio=1.0, upsample_real=2)
+    src, trg, report = build(tmp_path, config)
+    assert report["synthetic_pairs"] == 4 and report["dropped"]["synthetic_ratio"] == 2
+    synthetic = list(zip(src[4:], trg[4:], strict=True))
+    assert all(s.replace("a man", "ein Mann") == t for s, t in synthetic), "pairs stay aligned"
+    assert build(tmp_path, config)[0] == src
+    others = {tuple(build(tmp_path, config, seed=seed)[0]) for seed in range(2, 12)}
+    assert len(others) > 1
+
+
+def test_misaligned_part_names_both_files(tmp_path):
+    real_src, real_trg, bt_src, bt_trg = make_parts(tmp_path)
+    write_lines(bt_src[1], ["only one line"])
+    with pytest.raises(DataError, match=r"1.en has 1 lines but its monolingual part .*1.de has 4"):
+        build(tmp_path, SyntheticConfig(), (real_src, real_trg, bt_src, bt_trg))
+    assert not (tmp_path / "out" / "train.en").exists()
+
+
+def test_nothing_left_is_an_error(tmp_path):
+    real_src, real_trg, bt_src, bt_trg = make_parts(tmp_path)
+    for path in bt_src:
+        write_lines(path, [""] * len(path.read_text().splitlines()))
+    with pytest.raises(DataError, match="no synthetic pair is left after the filters"):
+        build(tmp_path, SyntheticConfig(), (real_src, real_trg, bt_src, bt_trg))
+
+
+def test_tag_is_one_subword_piece(toy_spm):
+    sp = load_subword(toy_spm["en"])
+    assert BT_TAG in sp.encode(f"{BT_TAG} the dog", out_type=str)
+    assert sp.decode(sp.encode(f"{BT_TAG} the dog")) == f"{BT_TAG} the dog"

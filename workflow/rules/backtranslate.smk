@@ -1,0 +1,106 @@
+# Back-translation stage: clean target-language monolingual text, train the reverse model, translate
+# the text in parts (a checkpoint splits it, so a cluster can fan the parts out), and build the
+# real + synthetic corpus of each variant. train_model then trains the {stage}={variant} systems on it.
+
+
+# Clean the monolingual corpora of the target language into one sample, without dev/test sentences.
+rule clean_monolingual:
+    input:
+        mono=lambda w: expand("results/data/download/{corpus}.{trg}", corpus=config["data"]["mono"], trg=w.trg),
+        exclude=get_eval_refs,
+    output:
+        mono="results/{src}-{trg}/data/mono/mono.{trg}",
+        report="results/{src}-{trg}/data/mono/mono.report.json",
+    params:
+        cleaning=CLEANING,
+        max_sentences=BT["max_sentences"],
+        seed=BT["seed"],
+    log:
+        "results/logs/clean_monolingual/{src}-{trg}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/clean_monolingual.py"
+
+
+# Train the target->source model on the cleaned parallel data, reversed, with the pair's subword models.
+rule train_reverse_model:
+    input:
+        src=get_corpus_files("train", "trg"),
+        trg=get_corpus_files("train", "src"),
+        dev_src=get_corpus_files("dev", "trg"),
+        dev_ref=get_corpus_files("dev", "src"),
+        src_spm="results/{src}-{trg}/subword/{trg}.model",
+        trg_spm="results/{src}-{trg}/subword/{src}.model",
+    output:
+        model="results/{src}-{trg}/backtranslation/reverse/model.pt",
+        summary="results/{src}-{trg}/backtranslation/reverse/summary.json",
+    params:
+        model=REVERSE_OPTIONS,
+        training=get_reverse_training,
+    log:
+        "results/logs/train_reverse_model/{src}-{trg}.log",
+    benchmark:
+        "results/benchmarks/train_reverse_model/{src}-{trg}.tsv"
+    threads: 8
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/train_model.py"
+
+
+# Cut the monolingual text into parts of chunk_lines lines; their number is known only afterwards.
+checkpoint split_monolingual:
+    input:
+        mono="results/{src}-{trg}/data/mono/mono.{trg}",
+    output:
+        parts=directory("results/{src}-{trg}/backtranslation/parts"),
+    params:
+        chunk_lines=BT["chunk_lines"],
+    log:
+        "results/logs/split_monolingual/{src}-{trg}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/split_monolingual.py"
+
+
+# Back-translate one part with the reverse model (beam, greedy or sampling, per variant).
+rule backtranslate_part:
+    input:
+        model="results/{src}-{trg}/backtranslation/reverse/model.pt",
+        src="results/{src}-{trg}/backtranslation/parts/{part}.{trg}",
+    output:
+        hyp="results/{src}-{trg}/backtranslation/{variant}/parts/{part}.{src}",
+    params:
+        decoding=get_generation,
+    log:
+        "results/logs/backtranslate_part/{src}-{trg}.{variant}.{part}.log",
+    benchmark:
+        "results/benchmarks/backtranslate_part/{src}-{trg}.{variant}.{part}.tsv"
+    threads: 8
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/translate_test.py"
+
+
+# Merge the parts, filter degenerate synthetic pairs, tag them, and mix them with the real data.
+rule build_synthetic_corpus:
+    input:
+        unpack(get_bt_parts),
+        real_src=get_corpus_files("train", "src"),
+        real_trg=get_corpus_files("train", "trg"),
+    output:
+        src="results/{src}-{trg}/backtranslation/{variant}/train.{src}",
+        trg="results/{src}-{trg}/backtranslation/{variant}/train.{trg}",
+        report="results/{src}-{trg}/backtranslation/{variant}/report.json",
+    params:
+        synthetic=lambda w: SYNTHETIC[w.variant],
+        seed=BT["seed"],
+    log:
+        "results/logs/build_synthetic_corpus/{src}-{trg}.{variant}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/build_synthetic_corpus.py"

@@ -1,0 +1,17 @@
+"""Rule build_synthetic_corpus: filter and tag the back-translations, mix them with the real pairs."""
+
+from nmt.backtranslation import build_synthetic_corpus
+from nmt.entry import entry_point
+
+with entry_point(snakemake.log[0]):
+    build_synthetic_corpus(
+        snakemake.input.real_src,
+        snakemake.input.real_trg,
+        snakemake.input.bt_src,
+        snakemake.input.bt_trg,
+        snakemake.output.src,
+        snakemake.output.trg,
+        snakemake.output.report,
+        snakemake.params.synthetic,
+        seed=snakemake.params.seed,
+    )
