@@ -1,8 +1,10 @@
 # NMT pipeline: download -> clean -> subword -> train -> translate -> score -> tables.
 #
 # Results path scheme (all under results/, git-ignored):
-#   data/download/{corpus}.{lang}                      downloaded file as served (+ .manifest.json)
-#   {src}-{trg}/data/clean/{corpus}.{lang}             cleaned training corpus (+ {corpus}.report.json)
+#   data/archive/{corpus}                              archive/TSV/OPUS zip of all languages (+ .manifest.json)
+#   data/sacrebleu/{test_set}/                         sacrebleu cache of test sets fetched by name
+#   data/download/{corpus}.{lang}                      one language as served or extracted (+ .manifest.json)
+#   {src}-{trg}/data/clean/{corpus}.{lang}             cleaned training corpus (+ {corpus}.report.tsv/.md)
 #   {src}-{trg}/data/eval/{corpus}.{lang}              dev/test set: normalized source, verbatim reference
 #   {src}-{trg}/subword/{lang}.model                   sentencepiece model per language (a copy when joint)
 #   {src}-{trg}/data/mono/mono.{trg}                   cleaned monolingual sample (+ mono.report.json)

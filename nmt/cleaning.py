@@ -8,18 +8,20 @@ import logging
 import lzma
 import os
 import random
-import unicodedata
 import zlib
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from itertools import zip_longest
 from pathlib import Path
 from typing import IO
 
-from sacremoses import MosesPunctNormalizer
+import numpy as np
 
 from nmt.config import CleanConfig
 from nmt.errors import DataError
+from nmt.filters import PAIR_FILTERS, Normalizer, PairFilter
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +30,10 @@ XZ_MAGIC = b"\xfd7zXZ\x00"
 BOM = b"\xef\xbb\xbf"
 # Bytes of a non-gzip file named .gz/.xz that must be text before we read it as plain text.
 SNIFF_BYTES = 1 << 16
-FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "ratio", "duplicate", "max_pairs")
+FILTERS = (*PAIR_FILTERS, "in_eval", "duplicate", "max_pairs")
+# Pairs per chunk handed to a worker process.
+CHUNK_PAIRS = 5000
 MONO_FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "duplicate", "in_eval", "max_sentences")
-# Zero-width (non-)joiners are format characters (Cf) that spell words in Persian and Indic scripts.
-KEEP_FORMAT_CHARS = {"\u200c", "\u200d"}
 _MISSING = object()
 
 
@@ -103,47 +105,6 @@ def _looks_like_text(head: bytes) -> bool:
     return b"\x00" not in head
 
 
-class Normalizer:
-    """Unicode and punctuation normalization of one language's sentences.
-
-    Applies, in order: NFC; Moses punctuation normalization (as in Moses'
-    ``normalize-punctuation.perl``, via sacremoses) if enabled; removal of control and other
-    non-printing characters (Unicode category C*), with whitespace controls such as tab turned
-    into spaces; whitespace collapse and strip.
-    """
-
-    def __init__(self, lang: str, punctuation: bool = True):
-        """
-        :param lang: ISO 639-1 code, selects the language-specific Moses rules (e.g. French quotes)
-        :param punctuation: whether to apply Moses punctuation normalization
-        """
-        self.lang = lang
-        # Building the normalizer compiles dozens of regexes, so it is done once per language.
-        self.punct = MosesPunctNormalizer(lang=lang) if punctuation else None
-
-    def __call__(self, line: str) -> str:
-        """
-        :param line: one sentence without line terminator
-        :return: the normalized sentence; empty if nothing printable was left
-        """
-        line = unicodedata.normalize("NFC", line)
-        if self.punct is not None:
-            line = self.punct.normalize(line)
-        # isprintable() is False for every C* (and non-ASCII-space Z*) character: a fast path for clean lines.
-        if not line.isprintable():
-            line = "".join(_printable(ch) for ch in line)
-        return " ".join(line.split())
-
-
-def _printable(ch: str) -> str:
-    """Map a whitespace control to a space, drop other C* characters, keep the rest."""
-    if ch.isspace():
-        return " "
-    if unicodedata.category(ch)[0] == "C" and ch not in KEEP_FORMAT_CHARS:
-        return ""
-    return ch
-
-
 def clean_corpus(
     src_in: str | Path,
     trg_in: str | Path,
@@ -153,64 +114,169 @@ def clean_corpus(
     config: CleanConfig,
     src_lang: str,
     trg_lang: str,
+    exclude: list[str | Path] = (),
+    threads: int = 1,
 ) -> dict:
     """Normalize and filter a parallel training corpus, streaming both sides in lockstep.
 
-    Each pair is dropped by the first filter that matches, in this order: ``invalid_utf8``,
-    ``empty``, ``too_short`` (fewer than ``min_length`` tokens), ``too_long`` (more than ``max_length``
-    tokens), ``ratio`` (longer/shorter token count above ``max_ratio``), ``duplicate`` (the same pair
-    seen before, if ``dedup``), ``max_pairs`` (pairs after the first ``max_pairs`` kept). Either side
-    matching drops the pair. Tokens are whitespace-separated.
+    Each pair is dropped by the first filter that matches, in the order of :data:`FILTERS`: the
+    per-pair filters of :class:`nmt.filters.PairFilter` (``invalid_utf8``, ``empty``, ``too_short``,
+    ``too_long``, ``long_token``, ``ratio``, ``copy``, ``alpha``, ``langid``), then ``in_eval``
+    (with ``config.decontaminate``: the source or target sentence is a line of an ``exclude`` file,
+    compared after normalization), ``duplicate`` (the same pair seen before, if ``config.dedup``) and
+    ``max_pairs`` (pairs after the first ``max_pairs`` kept). With ``config.shuffle`` the kept pairs
+    are shuffled with ``config.seed``.
+
+    The per-pair filters run in ``threads`` worker processes on chunks of :data:`CHUNK_PAIRS` pairs,
+    with a bounded number of chunks in flight, so memory does not grow with the corpus (apart from
+    16 bytes per kept pair for deduplication, and 16 per pair when shuffling).
 
     :param src_in: raw source file (plain, gzip or xz)
     :param trg_in: raw target file, line-aligned with ``src_in``
     :param src_out: cleaned source, written atomically
     :param trg_out: cleaned target, written atomically
-    :param report: JSON report path: ``src``, ``trg``, ``lines_in``, ``kept`` and per-filter ``dropped``
+    :param report: the report as TSV (filter, pairs, share); a Markdown summary is written beside it (``.md``)
     :param config: the filter settings
-    :param src_lang: source language code, for punctuation normalization
+    :param src_lang: source language code, for punctuation normalization and language identification
     :param trg_lang: target language code
-    :return: the report dict
+    :param exclude: dev/test files (either language) whose sentences must not occur in the training data
+    :param threads: worker processes for the per-pair filters
+    :return: the report: ``src``, ``trg``, ``lines_in``, ``kept`` and per-filter ``dropped``
     :raises DataError: if the files differ in line count, the corpus is empty or every pair is dropped
     """
-    src_norm = Normalizer(src_lang, config.normalize_punctuation)
-    trg_norm = Normalizer(trg_lang, config.normalize_punctuation)
     dropped = dict.fromkeys(FILTERS, 0)
+    held_out = _eval_digests(exclude, (src_lang, trg_lang), config) if config.decontaminate else set()
     seen: set[bytes] = set()
     lines_in = kept = 0
     with ExitStack() as stack:
         src_f = stack.enter_context(atomic_text(src_out))
         trg_f = stack.enter_context(atomic_text(trg_out))
-        for src, trg in _zip_aligned(src_in, trg_in):
-            lines_in += 1
-            if src is None or trg is None:
-                dropped["invalid_utf8"] += 1
-                continue
-            src, trg = src_norm(src), trg_norm(trg)
-            reason = _get_drop_reason(src, trg, config)
-            if reason is None and config.dedup:
-                key = _digest(f"{src}\n{trg}")
-                reason = "duplicate" if key in seen else None
-                seen.add(key)
-            if reason is None and config.max_pairs is not None and kept >= config.max_pairs:
-                reason = "max_pairs"
-            if reason is not None:
-                dropped[reason] += 1
-                continue
-            src_f.write(src + "\n")
-            trg_f.write(trg + "\n")
-            kept += 1
+        for reasons, src_lines, trg_lines in _filter_chunks(src_in, trg_in, config, src_lang, trg_lang, threads):
+            for reason, src, trg in zip(reasons, src_lines, trg_lines, strict=True):
+                lines_in += 1
+                if reason is None and held_out and (_digest(src) in held_out or _digest(trg) in held_out):
+                    reason = "in_eval"
+                if reason is None and config.dedup:
+                    key = _digest(f"{src}\n{trg}")
+                    reason = "duplicate" if key in seen else None
+                    seen.add(key)
+                if reason is None and config.max_pairs is not None and kept >= config.max_pairs:
+                    reason = "max_pairs"
+                if reason is not None:
+                    dropped[reason] += 1
+                    continue
+                src_f.write(src + "\n")
+                trg_f.write(trg + "\n")
+                kept += 1
         if lines_in == 0:
             raise DataError(f"{src_in}: corpus is empty")
         if kept == 0:
-            counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
+            counts = ", ".join(f"{k}={v}" for k, v in dropped.items() if v)
             raise DataError(f"{src_in}: all {lines_in} lines were dropped by the filters ({counts})")
+    if config.shuffle:
+        _shuffle_pairs(Path(src_out), Path(trg_out), config.seed)
     result = {"src": str(src_in), "trg": str(trg_in), "lines_in": lines_in, "kept": kept, "dropped": dropped}
-    with atomic_text(report) as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
+    write_report(result, report)
     log.info("%s: kept %d of %d pairs, dropped %s", src_in, kept, lines_in, dropped)
     return result
+
+
+def _filter_chunks(
+    src_in: str | Path, trg_in: str | Path, config: CleanConfig, src_lang: str, trg_lang: str, threads: int
+) -> Iterator[tuple[list[str | None], list[str], list[str]]]:
+    """Yield (drop reasons, normalized sources, normalized targets) per chunk of pairs, in corpus order."""
+    chunks = _chunked(_zip_aligned(src_in, trg_in), CHUNK_PAIRS)
+    if threads <= 1:
+        pair_filter = PairFilter(config, src_lang, trg_lang)
+        for chunk in chunks:
+            yield _apply(pair_filter, chunk)
+        return
+    with ProcessPoolExecutor(threads, initializer=_init_worker, initargs=(config, src_lang, trg_lang)) as pool:
+        pending: deque[Future] = deque()
+        for chunk in chunks:
+            pending.append(pool.submit(_filter_in_worker, chunk))
+            if len(pending) >= 2 * threads:  # a bounded window keeps memory flat
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def _chunked(pairs: Iterator[tuple[str | None, str | None]], size: int) -> Iterator[list]:
+    chunk = []
+    for pair in pairs:
+        chunk.append(pair)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _apply(pair_filter: PairFilter, chunk: list) -> tuple[list[str | None], list[str], list[str]]:
+    reasons, srcs, trgs = [], [], []
+    for src, trg in chunk:
+        reason, src, trg = pair_filter(src, trg)
+        reasons.append(reason)
+        srcs.append(src)
+        trgs.append(trg)
+    return reasons, srcs, trgs
+
+
+_worker_filter: PairFilter | None = None
+
+
+def _init_worker(config: CleanConfig, src_lang: str, trg_lang: str) -> None:
+    global _worker_filter
+    _worker_filter = PairFilter(config, src_lang, trg_lang)
+
+
+def _filter_in_worker(chunk: list) -> tuple[list[str | None], list[str], list[str]]:
+    return _apply(_worker_filter, chunk)
+
+
+def _eval_digests(paths: list[str | Path], langs: tuple[str, str], config: CleanConfig) -> set[bytes]:
+    """Digests of the normalized lines of dev/test files (named ``*.{lang}``), for decontamination."""
+    digests = set()
+    for path in paths:
+        lang = Path(path).suffix.lstrip(".")
+        norm = Normalizer(lang if lang in langs else langs[0], config.normalize_punctuation)
+        digests.update(_digest(norm(line)) for line in open_text(path) if line)
+    return digests
+
+
+def _shuffle_pairs(src_path: Path, trg_path: Path, seed: int) -> None:
+    """Shuffle two line-aligned files in the same order, holding only the line offsets in memory."""
+    offsets = [_line_offsets(src_path), _line_offsets(trg_path)]
+    order = np.random.default_rng(seed).permutation(len(offsets[0]) - 1)
+    for path, starts in zip((src_path, trg_path), offsets, strict=True):
+        with open(path, "rb") as f, atomic_text(path) as out:
+            for i in order:
+                f.seek(starts[i])
+                out.write(f.read(starts[i + 1] - starts[i]).decode("utf-8"))
+
+
+def _line_offsets(path: Path) -> np.ndarray:
+    """Byte offsets of the line starts of ``path``, plus its size."""
+    offsets = [0]
+    with open(path, "rb") as f:
+        for line in f:
+            offsets.append(offsets[-1] + len(line))
+    return np.asarray(offsets, dtype=np.int64)
+
+
+def write_report(result: dict, report: str | Path) -> None:
+    """Write the filter counts of ``result`` as TSV to ``report`` and as a Markdown table beside it."""
+    report = Path(report)
+    rows = [("lines_in", result["lines_in"]), *result["dropped"].items(), ("kept", result["kept"])]
+    with atomic_text(report) as f:
+        f.write("filter\tpairs\tshare\n")
+        for name, count in rows:
+            f.write(f"{name}\t{count}\t{count / max(result['lines_in'], 1):.4f}\n")
+    with atomic_text(report.with_suffix(".md")) as f:
+        f.write(f"Cleaning of `{result['src']}` and `{result['trg']}`\n\n| filter | pairs | share |\n|---|---:|---:|\n")
+        for name, count in rows:
+            if count or name in ("lines_in", "kept"):
+                f.write(f"| {name} | {count:,} | {100 * count / max(result['lines_in'], 1):.2f}% |\n")
 
 
 def clean_monolingual(
@@ -300,20 +366,6 @@ def clean_monolingual(
 def _digest(text: str) -> bytes:
     """A 16-byte key per sentence keeps the memory of dedup small on large corpora."""
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
-
-
-def _get_drop_reason(src: str, trg: str, config: CleanConfig) -> str | None:
-    """Return the name of the first length filter that drops the normalized pair, or None."""
-    if not src or not trg:
-        return "empty"
-    src_len, trg_len = len(src.split()), len(trg.split())
-    if min(src_len, trg_len) < config.min_length:
-        return "too_short"
-    if max(src_len, trg_len) > config.max_length:
-        return "too_long"
-    if max(src_len, trg_len) / min(src_len, trg_len) > config.max_ratio:
-        return "ratio"
-    return None
 
 
 def prepare_eval_set(

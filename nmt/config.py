@@ -72,24 +72,88 @@ def _positive(where: str, **values: float) -> None:
 
 
 @dataclass
+class CorpusConfig:
+    """Where a corpus comes from (see :mod:`nmt.importers`); ``{lang}`` in names stands for a language code.
+
+    - ``url``: ``url`` (http(s), file:// or a local path) per language; or, with ``member``, one
+      archive (zip or tar) holding a file per language; or, with ``tsv_columns``, one TSV file.
+    - ``local``: like ``url`` with a local ``path``.
+    - ``opus``: an OPUS Moses release by ``corpus`` name and ``version`` for the languages of ``pair``.
+    - ``sacrebleu``: a test set by name (``test_set``, e.g. ``wmt14``) and ``langpair`` through sacrebleu.
+    """
+
+    importer: Literal["url", "local", "opus", "sacrebleu"] = "url"
+    url: str | None = None
+    path: str | None = None
+    sha256: dict = dataclasses.field(default_factory=dict)
+    member: str | None = None
+    tsv_columns: dict = dataclasses.field(default_factory=dict)
+    corpus: str | None = None
+    version: str | None = None
+    pair: str | None = None
+    test_set: str | None = None
+    langpair: str | None = None
+
+    REQUIRED = {
+        "url": ("url",),
+        "local": ("path",),
+        "opus": ("corpus", "version", "pair"),
+        "sacrebleu": ("test_set", "langpair"),
+    }
+
+    def check(self, where: str) -> None:
+        for key in self.REQUIRED[self.importer]:
+            if getattr(self, key) is None:
+                raise ConfigError(f"{where}: importer '{self.importer}' needs the key '{key}'")
+        location = self.url if self.importer == "url" else self.path
+        if location is not None and "{lang}" not in location and not (self.member or self.tsv_columns):
+            raise ConfigError(f"{where}: '{location}' needs a {{lang}} placeholder (or member, or tsv_columns)")
+        if self.member is not None and self.tsv_columns:
+            raise ConfigError(f"{where}: member and tsv_columns exclude each other")
+
+    @property
+    def location(self) -> str | None:
+        """The URL or path of the url/local importers."""
+        return self.url if self.importer == "url" else self.path
+
+    @property
+    def archived(self) -> bool:
+        """Whether one fetched file (archive or TSV) serves every language, so it is fetched once."""
+        return self.importer == "opus" or self.member is not None or bool(self.tsv_columns)
+
+
+@dataclass
 class CleanConfig:
-    """Filters of the parallel training data; lengths count whitespace-separated tokens."""
+    """Filters of the parallel training data (see :func:`nmt.cleaning.clean_corpus`); lengths count
+    whitespace-separated tokens."""
 
     normalize_punctuation: bool = True
     min_length: int = 1
     max_length: int = 100
+    max_token_chars: int | None = 100
     max_ratio: float = 3.0
+    drop_copies: bool = True
+    min_alpha: float = 0.5
+    langid: bool = True
+    langid_threshold: float = 0.9
+    decontaminate: bool = True
     dedup: bool = True
     max_pairs: int | None = None
+    shuffle: bool = False
+    seed: int = 1
 
     def check(self, where: str) -> None:
         _positive(
             where,
             min_length=self.min_length,
             max_length=self.max_length,
+            max_token_chars=self.max_token_chars,
             max_ratio=self.max_ratio,
             max_pairs=self.max_pairs,
         )
+        for name in ("min_alpha", "langid_threshold"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"{where}.{name}: must be in [0, 1], got {getattr(self, name)}")
 
 
 @dataclass

@@ -90,7 +90,7 @@ def download(
             part.unlink(missing_ok=True)
             raise DownloadError(f"{url}: cannot copy {source_path}: {e.strerror or e}") from None
 
-    actual = _hash_file(part)
+    actual = hash_file(part)
     if sha256 is not None and actual != sha256.strip().lower():
         part.unlink()
         raise DownloadError(f"{url}: sha256 mismatch, expected {sha256.strip().lower()} but got {actual}")
@@ -173,9 +173,9 @@ def _fetch_http(url: str, part: Path, retries: int, backoff: float, timeout: flo
     raise DownloadError(f"{url}: failed after {retries + 1} attempts, last error: {reason}")
 
 
-def _hash_file(path: Path) -> str:
-    """Return the lowercase hex sha256 of the file at ``path``."""
-    digest = hashlib.sha256()
+def hash_file(path: str | Path, algorithm: str = "sha256") -> str:
+    """Return the lowercase hex digest (``sha256``, ``md5``, ...) of the file at ``path``."""
+    digest = hashlib.new(algorithm)
     with open(path, "rb") as f:
         while chunk := f.read(CHUNK_BYTES):
             digest.update(chunk)

@@ -31,6 +31,15 @@ def make_toy_corpus(n: int, seed: int) -> tuple[list[str], list[str]]:
     return src, [" ".join(LEXICON[w] for w in s.split()) for s in src]
 
 
+def assert_one_line(excinfo: pytest.ExceptionInfo, *names: str | Path) -> str:
+    """Check that the error message is one line that contains every one of ``names``."""
+    message = str(excinfo.value)
+    assert "\n" not in message
+    for name in names:
+        assert str(name) in message
+    return message
+
+
 def write_lines(path: Path, lines: list[str]) -> Path:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path

@@ -6,10 +6,12 @@ import lzma
 from pathlib import Path
 
 import pytest
+from conftest import assert_one_line
 
-from nmt.cleaning import Normalizer, clean_corpus, clean_monolingual, open_text, prepare_eval_set
+from nmt.cleaning import FILTERS, clean_corpus, clean_monolingual, open_text, prepare_eval_set
 from nmt.config import CleanConfig
 from nmt.errors import DataError
+from nmt.filters import Normalizer
 
 MIRROR = Path(__file__).parents[2] / "shared/data/mirror"
 MULTI30K = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
@@ -18,15 +20,6 @@ needs_mirror = pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30k not f
 
 # "I want" in Persian: the zero-width non-joiner (U+200C) is part of the spelling and must survive.
 PERSIAN_WITH_ZWNJ = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
-
-
-def assert_one_line(excinfo: pytest.ExceptionInfo, *names: str | Path) -> str:
-    """Check that the error message is one line that contains every one of ``names``."""
-    message = str(excinfo.value)
-    assert "\n" not in message
-    for name in names:
-        assert str(name) in message
-    return message
 
 
 def write_lines(path: Path, lines: list[str | bytes]) -> Path:
@@ -40,16 +33,21 @@ def read_lines(path: Path) -> list[str]:
 
 
 def run_clean(tmp_path: Path, src: list[str | bytes], trg: list[str | bytes], **config: object) -> dict:
-    """Clean an in-memory corpus with ``CleanConfig(**config)``; outputs go to ``tmp_path/out``."""
+    """Clean an in-memory corpus with ``CleanConfig(**config)`` (language identification off unless
+    asked: toy sentences are no language); outputs go to ``tmp_path/out``."""
+    threads = config.pop("threads", 1)
+    exclude = config.pop("exclude", [])
     return clean_corpus(
         write_lines(tmp_path / "raw.de", src),
         write_lines(tmp_path / "raw.en", trg),
         tmp_path / "out" / "train.de",
         tmp_path / "out" / "train.en",
-        tmp_path / "out" / "report.json",
-        CleanConfig(**config),
+        tmp_path / "out" / "report.tsv",
+        CleanConfig(**{"langid": False, **config}),
         "de",
         "en",
+        exclude=exclude,
+        threads=threads,
     )
 
 
@@ -96,15 +94,8 @@ def test_filters_and_report(tmp_path: Path) -> None:
     report = run_clean(
         tmp_path, [s for s, _ in pairs], [t for _, t in pairs], min_length=2, max_length=5, max_ratio=2.0
     )
-    expected_dropped = {
-        "invalid_utf8": 0,
-        "empty": 2,
-        "too_short": 1,
-        "too_long": 1,
-        "ratio": 1,
-        "duplicate": 2,
-        "max_pairs": 0,
-    }
+    counts = {"empty": 2, "too_short": 1, "too_long": 1, "ratio": 1, "duplicate": 2}
+    expected_dropped = dict.fromkeys(FILTERS, 0) | counts
     assert report == {
         "src": str(tmp_path / "raw.de"),
         "trg": str(tmp_path / "raw.en"),
@@ -112,10 +103,12 @@ def test_filters_and_report(tmp_path: Path) -> None:
         "kept": 3,
         "dropped": expected_dropped,
     }
-    assert json.loads((tmp_path / "out" / "report.json").read_text()) == report
+    tsv = read_lines(tmp_path / "out" / "report.tsv")
+    assert tsv[0] == "filter\tpairs\tshare" and "lines_in\t10\t1.0000" in tsv and "duplicate\t2\t0.2000" in tsv
+    assert "| kept | 3 | 30.00% |" in (tmp_path / "out" / "report.md").read_text()
     assert read_lines(tmp_path / "out" / "train.de") == ["a b c", "a b c", "a b c d"]
     assert read_lines(tmp_path / "out" / "train.en") == ["x y z", "x y q", "w x y z"]
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.json", "train.de", "train.en"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["report.md", "report.tsv", "train.de", "train.en"]
 
 
 def test_dedup_off_keeps_duplicates(tmp_path: Path) -> None:
@@ -145,7 +138,7 @@ def test_line_count_mismatch(tmp_path: Path) -> None:
     trg = write_lines(tmp_path / "raw.en", ["x", "y"])
     out = tmp_path / "out"
     with pytest.raises(DataError) as excinfo:
-        clean_corpus(src, trg, out / "t.de", out / "t.en", out / "r.json", CleanConfig(), "de", "en")
+        clean_corpus(src, trg, out / "t.de", out / "t.en", out / "r.tsv", CleanConfig(), "de", "en")
     assert assert_one_line(excinfo, src, trg) == f"{src} has 3 lines but {trg} has 2"
     assert list(out.iterdir()) == []  # temp files removed, nothing half-written
 
@@ -170,9 +163,9 @@ def test_empty_corpus(tmp_path: Path) -> None:
 def test_fully_filtered_corpus(tmp_path: Path) -> None:
     with pytest.raises(DataError) as excinfo:
         run_clean(tmp_path, ["a b c", "", "a b c d"], ["x", "x", "x"], max_ratio=2.0)
-    message = assert_one_line(excinfo, tmp_path / "raw.de", "empty=1", "ratio=2")
+    message = assert_one_line(excinfo, tmp_path / "raw.de", "(empty=1, ratio=2)")
     assert "all 3 lines" in message
-    assert not (tmp_path / "out" / "report.json").exists()
+    assert not (tmp_path / "out" / "report.tsv").exists()
     assert not (tmp_path / "out" / "train.de").exists()
 
 
@@ -322,7 +315,7 @@ def test_clean_real_multi30k_val(tmp_path: Path) -> None:
         MULTI30K / "val.en.gz",
         tmp_path / "val.de",
         tmp_path / "val.en",
-        tmp_path / "report.json",
+        tmp_path / "report.tsv",
         CleanConfig(),
         "de",
         "en",
@@ -373,3 +366,58 @@ def test_clean_monolingual_all_dropped(tmp_path: Path) -> None:
         clean_monolingual([mono], tmp_path / "o.de", tmp_path / "r.json", CleanConfig(), "de")
     assert_one_line(excinfo, mono, "all 2 lines were dropped")
     assert not (tmp_path / "o.de").exists()
+
+
+@pytest.mark.parametrize(
+    "src, trg, config, reason",
+    [
+        ("ein Wort", "a " + "x" * 101, {}, "long_token"),
+        ("ein Wort", "a " + "x" * 101, {"max_token_chars": None}, None),
+        ("Hello world", "Hello world", {}, "copy"),
+        ("Hello world", "Hello world", {"drop_copies": False}, None),
+        ("12 345 678 !", "12 345 678 !", {"drop_copies": False}, "alpha"),
+        ("Seite 12 von 345", "page 12 of 345", {}, None),
+    ],
+)
+def test_pair_filters(tmp_path: Path, src: str, trg: str, config: dict, reason: str | None) -> None:
+    report = run_clean(tmp_path, [src, "ein Satz"], [trg, "a sentence"], **config)
+    assert report["kept"] == (2 if reason is None else 1)
+    if reason is not None:
+        assert report["dropped"][reason] == 1
+
+
+def test_language_identification_drops_the_wrong_language(tmp_path: Path) -> None:
+    src = ["Ein Mann fährt mit dem Fahrrad durch die Stadt.", "Zwei Hunde spielen im Schnee."]
+    trg = ["A man rides his bicycle through the city.", "Deux chiens jouent dans la neige avec un ballon rouge."]
+    report = run_clean(tmp_path, src, trg, langid=True)
+    assert report["dropped"]["langid"] == 1 and report["kept"] == 1
+    assert read_lines(tmp_path / "out" / "train.en") == [trg[0]]
+
+
+def test_decontamination_against_dev_and_test(tmp_path: Path) -> None:
+    dev = write_lines(tmp_path / "dev.de", ["Ein  Hund rennt."])  # equal once whitespace is normalized
+    test = write_lines(tmp_path / "test.en", ["A cat sleeps."])
+    src = ["Ein Hund rennt.", "Eine Katze schläft.", "Ein Vogel singt."]
+    trg = ["A dog runs.", "A cat sleeps.", "A bird sings."]
+    report = run_clean(tmp_path, src, trg, exclude=[dev, test])
+    assert report["dropped"]["in_eval"] == 2
+    assert read_lines(tmp_path / "out" / "train.de") == ["Ein Vogel singt."]
+    assert run_clean(tmp_path, src, trg, exclude=[dev, test], decontaminate=False)["kept"] == 3
+
+
+def test_parallel_chunks_and_shuffle_keep_pairs_aligned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nmt.cleaning
+
+    monkeypatch.setattr(nmt.cleaning, "CHUNK_PAIRS", 7)  # many chunks from a small corpus
+    src = [f"Satz Nummer {i}" for i in range(100)] + ["", b"\xff"]
+    trg = [f"sentence number {i}" for i in range(100)] + ["x", "y"]
+    serial = run_clean(tmp_path, src, trg)
+    serial_out = read_lines(tmp_path / "out" / "train.de")
+    parallel = run_clean(tmp_path, src, trg, threads=2)
+    assert parallel == serial and read_lines(tmp_path / "out" / "train.de") == serial_out
+    shuffled = run_clean(tmp_path, src, trg, threads=2, shuffle=True, seed=3)
+    de, en = read_lines(tmp_path / "out" / "train.de"), read_lines(tmp_path / "out" / "train.en")
+    assert shuffled["kept"] == 100 and sorted(de) == sorted(serial_out) and de != serial_out
+    assert all(d.split()[-1] == e.split()[-1] for d, e in zip(de, en, strict=True))
+    run_clean(tmp_path, src, trg, shuffle=True, seed=3)
+    assert read_lines(tmp_path / "out" / "train.de") == de, "the same seed gives the same order"

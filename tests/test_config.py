@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
+from nmt.config import CleanConfig, CorpusConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
 from nmt.errors import ConfigError
 from nmt.model import resolve_model_options
 
@@ -27,6 +27,10 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (DecodeConfig, {"sampling_topk": -1}, "train.sampling_topk: must be >= 0"),
         (SyntheticConfig, {"upsample_real": 0}, "train.upsample_real: must be > 0"),
         (SyntheticConfig, {"tag": True}, "train: unknown key 'tag'"),
+        (CorpusConfig, {"importer": "hf"}, "train.importer: 'hf' is not one of 'url', 'local', 'opus', 'sacrebleu'"),
+        (CorpusConfig, {"importer": "sacrebleu", "test_set": "wmt14"}, "importer 'sacrebleu' needs the key 'langpair'"),
+        (CorpusConfig, {"url": "a.txt", "member": "m", "tsv_columns": {"en": 0}}, "member and tsv_columns exclude"),
+        (CleanConfig, {"min_alpha": 1.5}, "train.min_alpha: must be in [0, 1]"),
         (CleanConfig, [], "train: expected a mapping"),
     ],
 )
@@ -100,3 +104,9 @@ def test_presets_match_the_paper():
     assert base.norm == big.norm == "post"
     _, small = resolve_model_options({"arch": "transformer", "preset": "small", "dropout": 0.2}, "m")
     assert small.dropout == 0.2 and small.d_model == 256
+
+
+def test_schema_documents_every_corpus_key():
+    properties = SCHEMA["properties"]["corpora"]["additionalProperties"]["properties"]
+    assert set(properties) == {f.name for f in dataclasses.fields(CorpusConfig)}
+    assert all("description" in p for p in properties.values())

@@ -1,9 +1,11 @@
 """The real Snakefile: lint, dry run, config errors, and the whole tiny pipeline against the shared mirror."""
 
+import gzip
 import json
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pandas as pd
@@ -38,9 +40,20 @@ def test_default_config_dry_run(tmp_path):
         assert rule in out.stdout
 
 
+@pytest.mark.parametrize("preset", sorted((REPO / "workflow/presets").glob("*.yaml")), ids=lambda p: p.stem)
+def test_presets_validate_and_dry_run(tmp_path, preset):
+    out = snakemake("-n", "--configfile", str(preset), "--replace-workflow-config", workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for rule in ("fetch_archive", "download_corpus", "clean_corpus", "train_model", "collect_scores"):
+        assert rule in out.stdout
+
+
 @pytest.mark.parametrize(
     "override, message",
     [
+        ({"corpora": {"x": {"importer": "hf", "url": "u{lang}"}}}, "key 'corpora.x.importer': 'hf' is not one of"),
+        ({"corpora": {"x": {"importer": "opus", "corpus": "X"}}}, "corpora.x: importer 'opus' needs the key 'version'"),
+        ({"corpora": {"x": {"url": "https://a/b.txt"}}}, "corpora.x: 'https://a/b.txt' needs a {lang} placeholder"),
         ({"training": {"lrr": 1}}, "key 'training': Additional properties are not allowed ('lrr' was unexpected)"),
         ({"decoding": {"beam_size": 0}}, "key 'decoding.beam_size': 0 is less than the minimum of 1"),
         ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
@@ -60,7 +73,8 @@ def test_default_config_dry_run(tmp_path):
 )
 def test_config_errors_name_the_key(tmp_path, override, message):
     config = yaml.safe_load((TINY / "config.yaml").read_text())
-    config.update(override)
+    for key, value in override.items():
+        config[key] = {**config[key], **value} if key == "corpora" else value
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     out = snakemake("-n", workdir=tmp_path)
     assert out.returncode == 1
@@ -82,6 +96,38 @@ def test_missing_mirror_file_is_one_clear_line(tmp_path):
     assert out.returncode != 0
     errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "nope.de.gz" in errors[0], out.stderr
+
+
+LANGS = ("en", "de")
+
+
+@needs_mirror
+def test_archive_and_tsv_importers(tmp_path):
+    """Real Multi30k files served as a local tar.gz with members and as one TSV file, imported by the workflow."""
+    raw = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+    lines = {lang: gzip.decompress((raw / f"val.{lang}.gz").read_bytes()).decode().splitlines() for lang in LANGS}
+    with tarfile.open(tmp_path / "val.tgz", "w:gz") as tar:
+        for lang in LANGS:
+            tar.add(raw / f"val.{lang}.gz", arcname=f"data/val.{lang}.gz")
+    tsv = "".join(f"{en}\t{de}\n" for en, de in zip(lines["en"], lines["de"], strict=True))
+    (tmp_path / "val.tsv").write_text(tsv, encoding="utf-8")
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    tar_spec = {"importer": "local", "path": str(tmp_path / "val.tgz"), "member": "data/val.{lang}.gz"}
+    config["corpora"]["val_tar"] = tar_spec
+    config["corpora"]["val_tsv"] = {"url": (tmp_path / "val.tsv").as_uri(), "tsv_columns": {"en": 0, "de": 1}}
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"results/data/download/{corpus}.{lang}" for corpus in ("val_tar", "val_tsv") for lang in ("en", "de")]
+    out = snakemake("--cores", "2", *targets, workdir=workdir)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for lang in ("en", "de"):
+        from_tar = workdir / f"results/data/download/val_tar.{lang}"
+        assert gzip.decompress(from_tar.read_bytes()).decode().splitlines() == lines[lang]
+        assert (workdir / f"results/data/download/val_tsv.{lang}").read_text().splitlines() == lines[lang]
+        manifest = json.loads((workdir / f"results/data/download/val_tar.{lang}.manifest.json").read_text())
+        assert manifest["member"] == f"data/val.{lang}.gz" and len(manifest["sha256"]) == 64
+    assert (workdir / "results/data/archive/val_tar.manifest.json").exists()
 
 
 @pytest.mark.slow
@@ -115,8 +161,9 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         assert (workdir / f"results/benchmarks/train_model/en-de.{model}.baseline.tsv").exists()
     hyps = (workdir / "results/en-de/transformer/baseline/translations/test_2016_flickr.de").read_text().splitlines()
     assert len(hyps) == 1000
-    report = (workdir / "results/en-de/data/clean/multi30k_train.report.json").read_text()
-    assert '"kept": 400' in report
+    report = (workdir / "results/en-de/data/clean/multi30k_train.report.tsv").read_text().splitlines()
+    assert "kept\t400\t" in "\n".join(report) and report[0] == "filter\tpairs\tshare"
+    assert "| kept | 400 |" in (workdir / "results/en-de/data/clean/multi30k_train.report.md").read_text()
     assert (workdir / "results/data/download/multi30k_train.en.manifest.json").exists()
     # Back-translation: the monolingual sample, its 3 parts, and each variant's corpus (real + filtered synthetic).
     bt = workdir / "results/en-de/backtranslation"

@@ -10,7 +10,7 @@ from jsonschema.exceptions import best_match
 from snakemake.utils import validate
 
 from nmt.download import MIRROR_ENV
-from nmt.config import CleanConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
+from nmt.config import CleanConfig, CorpusConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
 from nmt.errors import ConfigError
 from nmt.model import resolve_model_options
 
@@ -32,6 +32,7 @@ check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, "../schemas/config.schema.yaml")
 
 try:
+    CORPORA = {name: from_dict(CorpusConfig, spec, f"corpora.{name}") for name, spec in config["corpora"].items()}
     CLEANING = from_dict(CleanConfig, config["cleaning"], "cleaning")
     SUBWORD = from_dict(SubwordConfig, config["subword"], "subword")
     DECODING = from_dict(DecodeConfig, config["decoding"], "decoding")
@@ -91,12 +92,13 @@ wildcard_constraints:
     part="[0-9]+",
 
 
-def get_url(wildcards):
-    return config["corpora"][wildcards.corpus]["url"].replace("{lang}", wildcards.lang)
+def get_corpus(wildcards):
+    return CORPORA[wildcards.corpus]
 
 
-def get_sha256(wildcards):
-    return config["corpora"][wildcards.corpus].get("sha256", {}).get(wildcards.lang)
+def get_archive(wildcards):
+    """The archive (zip, tar, TSV, OPUS zip) a corpus side is extracted from; none for per-language files."""
+    return ["results/data/archive/{corpus}"] if CORPORA[wildcards.corpus].archived else []
 
 
 def get_corpus_files(role, side):
@@ -164,6 +166,17 @@ def get_eval_refs(wildcards):
         src=wildcards.src,
         trg=wildcards.trg,
         corpus=[config["data"]["dev"], *config["data"]["test"]],
+    )
+
+
+def get_eval_files(wildcards):
+    """Both sides of the dev and test sets, which the training data must not contain (decontamination)."""
+    return expand(
+        "results/{src}-{trg}/data/eval/{corpus}.{lang}",
+        src=wildcards.src,
+        trg=wildcards.trg,
+        corpus=[config["data"]["dev"], *config["data"]["test"]],
+        lang=[wildcards.src, wildcards.trg],
     )
 
 

@@ -2,17 +2,37 @@
 
 
 localrules:
+    fetch_archive,
     download_corpus,
 
 
-# Download one language of one corpus (runs where the internet is: a local rule on clusters).
+# Fetch the one file that holds all languages of a corpus: a zip/tar archive, a TSV file, an OPUS zip.
+rule fetch_archive:
+    output:
+        archive="results/data/archive/{corpus}",
+        manifest="results/data/archive/{corpus}.manifest.json",
+    params:
+        corpus=get_corpus,
+    log:
+        "results/logs/fetch_archive/{corpus}.log",
+    retries: 0
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/fetch_archive.py"
+
+
+# Import one language of one corpus by its importer: url, local, opus or sacrebleu (runs where the
+# internet is: a local rule on clusters).
 rule download_corpus:
+    input:
+        archive=get_archive,
     output:
         data="results/data/download/{corpus}.{lang}",
         manifest="results/data/download/{corpus}.{lang}.manifest.json",
     params:
-        url=get_url,
-        sha256=get_sha256,
+        corpus=get_corpus,
+        sacrebleu_dir="results/data/sacrebleu",
     log:
         "results/logs/download_corpus/{corpus}.{lang}.log",
     retries: 0
@@ -22,19 +42,22 @@ rule download_corpus:
         "../scripts/download_corpus.py"
 
 
-# Clean one training corpus of a pair: normalize, filter, deduplicate; keep the sides aligned.
+# Clean one training corpus of a pair: normalize, filter, decontaminate, deduplicate; keep the sides aligned.
 rule clean_corpus:
     input:
         src="results/data/download/{corpus}.{src}",
         trg="results/data/download/{corpus}.{trg}",
+        exclude=get_eval_files,
     output:
         src="results/{src}-{trg}/data/clean/{corpus}.{src}",
         trg="results/{src}-{trg}/data/clean/{corpus}.{trg}",
-        report="results/{src}-{trg}/data/clean/{corpus}.report.json",
+        report="results/{src}-{trg}/data/clean/{corpus}.report.tsv",
+        summary="results/{src}-{trg}/data/clean/{corpus}.report.md",
     params:
         cleaning=CLEANING,
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",
+    threads: 8
     conda:
         "../../envs/nmt.yaml"
     script:

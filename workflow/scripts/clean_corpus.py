@@ -1,4 +1,4 @@
-"""Rule clean_corpus: normalize and filter one parallel training corpus."""
+"""Rule clean_corpus: normalize, filter and decontaminate one parallel training corpus."""
 
 from nmt.cleaning import clean_corpus
 from nmt.entry import entry_point
@@ -13,4 +13,6 @@ with entry_point(snakemake.log[0]):
         snakemake.params.cleaning,
         src_lang=snakemake.wildcards.src,
         trg_lang=snakemake.wildcards.trg,
+        exclude=snakemake.input.exclude,
+        threads=snakemake.threads,
     )

@@ -1,7 +1,13 @@
-"""Rule download_corpus: fetch one file (mirror from $NMT_MIRROR, sha256, retries, atomic write, manifest)."""
+"""Rule download_corpus: one language of a corpus, by its importer (mirror from $NMT_MIRROR, checksums, manifest)."""
 
-from nmt.download import download
 from nmt.entry import entry_point
+from nmt.importers import import_corpus
 
 with entry_point(snakemake.log[0]):
-    download(snakemake.params.url, snakemake.output.data, sha256=snakemake.params.sha256)
+    import_corpus(
+        snakemake.params.corpus,
+        snakemake.wildcards.lang,
+        snakemake.output.data,
+        archive=snakemake.input.archive[0] if snakemake.input.archive else None,
+        sacrebleu_dir=snakemake.params.sacrebleu_dir,
+    )

@@ -1,0 +1,136 @@
+"""The per-pair filters of parallel-data cleaning: normalization, length, ratio, copies, script and language.
+
+A :class:`PairFilter` holds no state across pairs, so cleaning can run it in worker processes on
+chunks of a corpus; what needs the whole corpus (deduplication, decontamination, ``max_pairs``)
+stays in :func:`nmt.cleaning.clean_corpus`.
+"""
+
+import logging
+import unicodedata
+
+from py3langid.langid import MODEL_FILE, LanguageIdentifier
+from sacremoses import MosesPunctNormalizer
+
+from nmt.config import CleanConfig
+
+log = logging.getLogger(__name__)
+
+# Zero-width (non-)joiners are format characters (Cf) that spell words in Persian and Indic scripts.
+KEEP_FORMAT_CHARS = {"\u200c", "\u200d"}
+# Filter names in the order they are tried; the first that matches drops the pair.
+PAIR_FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "long_token", "ratio", "copy", "alpha", "langid")
+
+
+class Normalizer:
+    """Unicode and punctuation normalization of one language's sentences.
+
+    Applies, in order: NFC; Moses punctuation normalization (as in Moses'
+    ``normalize-punctuation.perl``, via sacremoses) if enabled; removal of control and other
+    non-printing characters (Unicode category C*), with whitespace controls such as tab turned
+    into spaces; whitespace collapse and strip.
+    """
+
+    def __init__(self, lang: str, punctuation: bool = True):
+        """
+        :param lang: ISO 639-1 code, selects the language-specific Moses rules (e.g. French quotes)
+        :param punctuation: whether to apply Moses punctuation normalization
+        """
+        self.lang = lang
+        # Building the normalizer compiles dozens of regexes, so it is done once per language.
+        self.punct = MosesPunctNormalizer(lang=lang) if punctuation else None
+
+    def __call__(self, line: str) -> str:
+        """
+        :param line: one sentence without line terminator
+        :return: the normalized sentence; empty if nothing printable was left
+        """
+        line = unicodedata.normalize("NFC", line)
+        if self.punct is not None:
+            line = self.punct.normalize(line)
+        # isprintable() is False for every C* (and non-ASCII-space Z*) character: a fast path for clean lines.
+        if not line.isprintable():
+            line = "".join(_printable(ch) for ch in line)
+        return " ".join(line.split())
+
+
+def _printable(ch: str) -> str:
+    """Map a whitespace control to a space, drop other C* characters, keep the rest."""
+    if ch.isspace():
+        return " "
+    if unicodedata.category(ch)[0] == "C" and ch not in KEEP_FORMAT_CHARS:
+        return ""
+    return ch
+
+
+def alpha_share(line: str) -> float:
+    """Share of letters (Unicode category L*) among the non-space characters of ``line``."""
+    chars = [ch for ch in line if not ch.isspace()]
+    return sum(ch.isalpha() for ch in chars) / len(chars) if chars else 0.0
+
+
+class LanguageCheck:
+    """py3langid (Lui and Baldwin 2012; its model ships inside the package) on one language's sentences."""
+
+    def __init__(self, lang: str, threshold: float):
+        """
+        :param lang: the expected ISO 639-1 code; a language py3langid does not know is not checked
+        :param threshold: a sentence is rejected when the identifier gives at least this probability
+            to one other language
+        """
+        self.identifier = LanguageIdentifier.from_pickled_model(MODEL_FILE, norm_probs=True)
+        self.lang, self.threshold = lang, threshold
+        self.known = lang in self.identifier.nb_classes
+        if not self.known:
+            log.warning("language identification cannot check '%s' (not among py3langid's languages)", lang)
+
+    def __call__(self, line: str) -> bool:
+        """Whether ``line`` may be in the expected language."""
+        if not self.known:
+            return True
+        lang, prob = self.identifier.classify(line)
+        return lang == self.lang or prob < self.threshold
+
+
+class PairFilter:
+    """Normalize a raw sentence pair and name the first filter of :data:`PAIR_FILTERS` that drops it."""
+
+    def __init__(self, config: CleanConfig, src_lang: str, trg_lang: str):
+        self.config = config
+        self.src_norm = Normalizer(src_lang, config.normalize_punctuation)
+        self.trg_norm = Normalizer(trg_lang, config.normalize_punctuation)
+        self.src_lid = LanguageCheck(src_lang, config.langid_threshold) if config.langid else None
+        self.trg_lid = LanguageCheck(trg_lang, config.langid_threshold) if config.langid else None
+
+    def __call__(self, src: str | None, trg: str | None) -> tuple[str | None, str, str]:
+        """
+        :param src: raw source sentence, None if it was not valid UTF-8
+        :param trg: raw target sentence, likewise
+        :return: (the filter that drops the pair or None, normalized source, normalized target)
+        """
+        if src is None or trg is None:
+            return "invalid_utf8", "", ""
+        src, trg = self.src_norm(src), self.trg_norm(trg)
+        return self.get_drop_reason(src, trg), src, trg
+
+    def get_drop_reason(self, src: str, trg: str) -> str | None:
+        """The first filter that drops the normalized pair, or None."""
+        config = self.config
+        if not src or not trg:
+            return "empty"
+        src_tokens, trg_tokens = src.split(), trg.split()
+        src_len, trg_len = len(src_tokens), len(trg_tokens)
+        if min(src_len, trg_len) < config.min_length:
+            return "too_short"
+        if max(src_len, trg_len) > config.max_length:
+            return "too_long"
+        if config.max_token_chars is not None and max(map(len, src_tokens + trg_tokens)) > config.max_token_chars:
+            return "long_token"
+        if max(src_len, trg_len) / min(src_len, trg_len) > config.max_ratio:
+            return "ratio"
+        if config.drop_copies and src == trg:
+            return "copy"
+        if config.min_alpha > 0 and min(alpha_share(src), alpha_share(trg)) < config.min_alpha:
+            return "alpha"
+        if self.src_lid is not None and not (self.src_lid(src) and self.trg_lid(trg)):
+            return "langid"
+        return None
