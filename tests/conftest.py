@@ -67,7 +67,7 @@ def toy_spm(toy_corpus, tmp_path_factory) -> dict[str, Path]:
         [toy_corpus["train.de"]],
         models["en"],
         models["de"],
-        SubwordConfig(vocab_size=80),
+        SubwordConfig(vocab_size=81),  # 80 pieces plus the reserved <BT> tag
     )
     return models
 

@@ -61,18 +61,25 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
         {"corpus": {k: str(v) for k, v in toy_corpus.items()}, "spm": {k: str(v) for k, v in toy_spm.items()}}
     )
     code = (
-        "import json, sys; from pathlib import Path; from conftest import run_training; "
-        "a = json.loads(sys.argv[1]); "
+        "import json, logging, sys; from pathlib import Path; from conftest import run_training; "
+        "logging.basicConfig(level=logging.INFO); a = json.loads(sys.argv[1]); "
         f"run_training(a['corpus'], a['spm'], Path({str(tmp_path / 'm')!r}), "
         "max_steps=100000, valid_every=100000, checkpoint_every=100000)"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
     proc = subprocess.Popen([sys.executable, "-c", code, args], stderr=subprocess.PIPE, text=True, env=env)
-    timer = threading.Timer(8.0, lambda: os.kill(proc.pid, signal.SIGTERM))
+    timer = threading.Timer(120.0, proc.kill)  # a safety net, should the child never log a step
     timer.start()
+    seen = []
+    for line in proc.stderr:  # signal once training is under way, however long the start took
+        seen.append(line)
+        if "| epoch" in line:
+            os.kill(proc.pid, signal.SIGTERM)
+            break
     _, err = proc.communicate(timeout=120)
     timer.cancel()
-    assert proc.returncode == 1
+    err = "".join(seen) + err
+    assert proc.returncode == 1, err[-2000:]
     assert "training stopped by signal 15" in err and "run the same command again to resume" in err
     ckpt = load_checkpoint(tmp_path / "m/checkpoints/last.pt")
     assert ckpt["progress"]["step"] > 0
