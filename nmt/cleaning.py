@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from nmt.config import CleanConfig
 from nmt.errors import DataError
@@ -188,8 +189,9 @@ def _filter_chunks(
     chunks = _chunked(_zip_aligned(src_in, trg_in), CHUNK_PAIRS)
     if threads <= 1:
         pair_filter = PairFilter(config, src_lang, trg_lang)
-        for chunk in chunks:
-            yield _apply(pair_filter, chunk)
+        with threadpool_limits(limits=1):  # language identification's small products run faster on one BLAS thread
+            for chunk in chunks:
+                yield _apply(pair_filter, chunk)
         return
     with ProcessPoolExecutor(threads, initializer=_init_worker, initargs=(config, src_lang, trg_lang)) as pool:
         pending: deque[Future] = deque()
@@ -227,6 +229,8 @@ _worker_filter: PairFilter | None = None
 
 def _init_worker(config: CleanConfig, src_lang: str, trg_lang: str) -> None:
     global _worker_filter
+    # One BLAS thread per worker: with one per core each, the workers' BLAS threads fight over the cores.
+    threadpool_limits(limits=1)
     _worker_filter = PairFilter(config, src_lang, trg_lang)
 
 
