@@ -361,7 +361,7 @@ def _import_sacrebleu(config: CorpusConfig, lang: str, dest: Path, cache: Path, 
     if lang not in langs:
         raise ConfigError(f"sacrebleu test set '{config.test_set}' {config.langpair} has no side in '{lang}'")
     cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / f".{config.test_set}.lock", "w") as lock:
+    with open(cache / f".{config.test_set.replace('/', '_')}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # the source and reference jobs must not download at once
         src_file, ref_file = fetch_sacrebleu(config.test_set, config.langpair, cache, mirror)
     with open(src_file if lang == langs[0] else ref_file, "rb") as f:

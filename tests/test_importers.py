@@ -15,6 +15,7 @@ from conftest import assert_one_line
 from sacrebleu.dataset import DATASETS, FakeSGMLDataset
 from sacrebleu.utils import SACREBLEU_DIR
 
+from nmt.config import CorpusConfig
 from nmt.download import mirror_path
 from nmt.errors import ConfigError, DataError, DownloadError
 from nmt.importers import (
@@ -22,6 +23,7 @@ from nmt.importers import (
     extract_tsv_column,
     fetch_opus,
     fetch_sacrebleu,
+    import_corpus,
     import_plain,
     opus_member,
     opus_urls,
@@ -290,3 +292,11 @@ def test_import_plain_missing_file(tmp_path: Path) -> None:
     with pytest.raises(DownloadError) as excinfo:
         import_plain(str(tmp_path / "none.gz"), tmp_path / "raw" / "x.gz")
     assert_one_line(excinfo, tmp_path / "none.gz")
+
+
+def test_import_corpus_sacrebleu_test_set_with_a_slash_in_its_name(tmp_path, no_network):
+    config = CorpusConfig(importer="sacrebleu", test_set="wmt14/full", langpair="en-de")
+    with pytest.raises(DownloadError) as excinfo:
+        import_corpus(config, "en", tmp_path / "x.en", sacrebleu_dir=tmp_path / "sb", mirror=tmp_path / "mirror")
+    mirror_file = tmp_path / "mirror/statmt.org/wmt14/test-full.tgz"
+    assert_one_line(excinfo, "https://statmt.org/wmt14/test-full.tgz", mirror_file)
