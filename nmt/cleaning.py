@@ -313,7 +313,7 @@ def clean_monolingual(
     :raises DataError: if the inputs are empty or every sentence is dropped
     """
     norm = Normalizer(lang, config.normalize_punctuation)
-    held_out = {_digest(norm(line)) for path in exclude for line in open_text(path) if line is not None}
+    held_out = _eval_digests(exclude, (lang, lang), config)
     dropped = dict.fromkeys(MONO_FILTERS, 0)
     seen: set[bytes] = set()
     rng = random.Random(seed)
