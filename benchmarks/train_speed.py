@@ -47,7 +47,7 @@ def measure_training(model, data, config: TrainConfig, steps: int, device) -> li
         tick = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         with autocast(device, config.bf16):
-            logits = model.logits(batch.src, batch.trg_in)
+            logits = model(batch.src, batch.trg_in)
         loss, _ = criterion(logits, batch.trg_out)
         (loss / batch.n_trg_tokens).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)

@@ -1,4 +1,8 @@
-"""Command line: ``python -m nmt translate --model DIR < src > hyp`` and ``python -m nmt score``."""
+"""Command line: ``python -m nmt translate --model DIR < src > hyp``, ``score`` and ``train``.
+
+``train`` is what the workflow runs under ``torchrun`` for data-parallel training; it works on its
+own too, also under ``srun torchrun ...`` across nodes.
+"""
 
 import argparse
 import json
@@ -41,6 +45,25 @@ def score(args: argparse.Namespace) -> None:
         print(f"{name}\t{value['score']:.2f}\t{value['signature']}")
 
 
+def train(args: argparse.Namespace) -> None:
+    from nmt.config import TrainConfig
+    from nmt.training import train as train_model
+
+    files = ("train_src", "train_trg", "dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
+    config = from_dict(TrainConfig, args.training, "--training")
+    train_model(args.model_options, config, **{name: getattr(args, name) for name in files})
+
+
+def json_mapping(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e})") from e
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m nmt", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -60,8 +83,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--trg-lang", default="", help="target language (picks the BLEU tokenizer, e.g. zh, ja)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=score)
+    p = commands.add_parser("train", help="train a model into a directory (data parallel under torchrun)")
+    p.add_argument("--model-options", required=True, type=json_mapping, help='e.g. {"arch": "transformer"}')
+    p.add_argument("--training", default={}, type=json_mapping, help="training keys as JSON (config.yaml's training)")
+    for name in ("train-src", "train-trg", "dev-src", "dev-ref", "src-spm", "trg-spm", "model-dir"):
+        p.add_argument(f"--{name}", required=True)
+    p.add_argument("--log-file", help="append the log to this file (default: stderr)")
+    p.set_defaults(run=train)
     args = parser.parse_args(argv)
-    with entry_point():
+    with entry_point(getattr(args, "log_file", None)):
         args.run(args)
 
 

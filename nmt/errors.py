@@ -15,3 +15,7 @@ class DataError(NmtError):
 
 class DownloadError(NmtError):
     """A URL or mirror file could not be fetched or failed its checksum."""
+
+
+class TrainingError(NmtError):
+    """Training could not go on, e.g. a data-parallel process failed."""

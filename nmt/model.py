@@ -69,8 +69,8 @@ class Seq2Seq(nn.Module):
         """Teacher-forced logits (B, T, V)."""
         return self.decoder(trg_in, enc)
 
-    def logits(self, src: torch.Tensor, trg_in: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, V) of ``trg_in`` (B, T) given ``src`` (B, S)."""
+    def forward(self, src: torch.Tensor, trg_in: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) of ``trg_in`` (B, T) given ``src`` (B, S): teacher forcing, for training."""
         return self.decode(trg_in, self.encode(src))
 
     def init_state(self, src: torch.Tensor) -> dict[str, Any]:

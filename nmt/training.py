@@ -1,5 +1,6 @@
 """Training loop: token batches, Adam with inverse-square-root warmup, validation, early stopping, resume."""
 
+import contextlib
 import json
 import logging
 import math
@@ -17,6 +18,7 @@ import torch
 from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
+from nmt.distributed import close_world, init_world, shard
 from nmt.errors import DataError
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.model import Seq2Seq, build_model
@@ -88,7 +90,7 @@ def validate(
     for indices in token_batches(dev.src.lengths, dev.trg.lengths, config.batch_tokens, seed=0, epoch=0):
         batch = make_batch(dev, indices).to(device)
         with autocast(device, config.bf16):
-            logits = model.logits(batch.src, batch.trg_in)
+            logits = model(batch.src, batch.trg_in)
         _, nll = criterion(logits, batch.trg_out)
         nll_sum, n_tokens = nll_sum + float(nll), n_tokens + batch.n_trg_tokens
     hyps = translate_lines(model, src_sp, trg_sp, dev_src_lines, DecodeConfig(method="greedy"), device, config.bf16)
@@ -115,14 +117,37 @@ def train(
     schedule, random state and position in the epoch, so they end where an uninterrupted run
     would. SIGTERM saves that checkpoint and exits with a message.
 
+    Under ``torchrun`` (see :mod:`nmt.distributed`) every process trains on its share of each
+    batch with DistributedDataParallel; rank 0 validates, logs and writes the files.
+
     :param model_options: ``arch``, ``preset`` and architecture keys (see :func:`nmt.model.build_model`)
     :param config: training settings
     :return: the summary written to ``summary.json``
     """
     model_dir = Path(model_dir)
     ckpt_dir = model_dir / "checkpoints"
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
     device = get_device(config.device)
+    world = init_world(device.type)
+    try:
+        if device.type == "cuda" and world.size > 1:
+            device = torch.device("cuda", world.local_rank)
+            torch.cuda.set_device(device)
+        if not world.is_main:
+            logging.getLogger("nmt").setLevel(logging.WARNING)
+        if world.is_main:
+            ckpt_dir.mkdir(parents=True, exist_ok=True)
+        summary = _train(model_options, config, train_src, train_trg, dev_src, dev_ref, src_spm, trg_spm, model_dir,
+                         device, world)  # fmt: skip
+        world.barrier()  # gloo aborts a process whose peer tears the group down first
+        return summary
+    finally:
+        close_world(world)
+
+
+def _train(
+    model_options, config, train_src, train_trg, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+) -> dict[str, Any]:
+    ckpt_dir = model_dir / "checkpoints"
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
@@ -134,8 +159,12 @@ def train(
     dev_src_lines, dev_ref_lines = read_lines(dev_src), read_lines(dev_ref)
     dev = ParallelData.from_lines(dev_src_lines, dev_ref_lines, src_sp, trg_sp, names=(str(dev_src), str(dev_ref)))
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
+    if world.size > 1:
+        log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
 
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
+    if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
+        torch.manual_seed(config.seed + world.rank)
     optimizer = torch.optim.Adam(
         model.parameters(),
         lr=config.lr,
@@ -165,7 +194,12 @@ def train(
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         progress, history = ckpt["progress"], ckpt["history"]
-        _set_rng_state(ckpt["rng"])
+        rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
+        if len(rng) == world.size:
+            _set_rng_state(rng[world.rank])
+        else:  # the data order does not depend on it; only dropout masks differ from an uninterrupted run
+            log.warning("resuming %d processes from a checkpoint of %d: random state re-seeded", world.size, len(rng))
+            torch.manual_seed(config.seed + world.rank + progress["step"])
         log.info(
             "resumed from %s at step %d (epoch %d, batch %d)",
             last,
@@ -173,27 +207,38 @@ def train(
             progress["epoch"],
             progress["batch"],
         )
-
-    def save_last() -> None:
-        save_checkpoint(
-            last,
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "progress": progress,
-                "history": history,
-                "rng": _rng_state(),
-                "spec": model.spec,
-            },
+    trained = model
+    if world.size > 1:
+        trained = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
         )
 
+    def save_last() -> None:
+        rng = world.gather(_rng_state())  # a collective: every rank calls save_last at the same step
+        if world.is_main:
+            save_checkpoint(
+                last,
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "progress": progress,
+                    "history": history,
+                    "rng": rng,
+                    "spec": model.spec,
+                },
+            )
+
     def evaluate_and_keep_best() -> None:
-        scores = validate(model, dev, dev_src_lines, dev_ref_lines, src_sp, trg_sp, config, device)
+        scores = None
+        if world.is_main:
+            scores = validate(model, dev, dev_src_lines, dev_ref_lines, src_sp, trg_sp, config, device)
+        scores = world.broadcast(scores)
         history.append({"step": progress["step"], **scores})
         metric = scores[config.valid_metric]
         if progress["best"] is None or better(metric, progress["best"]):
             progress["best"], progress["bad_evals"] = metric, 0
-            save_checkpoint(ckpt_dir / "best.pt", {"spec": model.spec, "model": model.state_dict()})
+            if world.is_main:
+                save_checkpoint(ckpt_dir / "best.pt", {"spec": model.spec, "model": model.state_dict()})
         else:
             progress["bad_evals"] += 1
         log.info(
@@ -203,6 +248,7 @@ def train(
         )  # fmt: skip
 
     better = (lambda a, b: a > b) if config.valid_metric == "bleu" else (lambda a, b: a < b)
+    trg_lengths = data.trg.lengths  # EOS included: the number of target tokens of each sentence
     model.train()
     done = progress["bad_evals"] >= config.patience or progress["step"] >= config.max_steps
     window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}
@@ -215,15 +261,24 @@ def train(
             while progress["batch"] + config.accum_steps <= len(batches):
                 tick = time.perf_counter()
                 optimizer.zero_grad(set_to_none=True)
-                group = [make_batch(data, batches[progress["batch"] + i]).to(device) for i in range(config.accum_steps)]
-                n_tokens = sum(b.n_trg_tokens for b in group)
+                group = [batches[progress["batch"] + i] for i in range(config.accum_steps)]
+                # The loss is a sum over the update's target tokens, counted over all processes' shares.
+                n_tokens = int(sum(trg_lengths[indices].sum() for indices in group))
                 loss_sum = 0.0
-                for batch in group:
-                    with autocast(device, config.bf16):
-                        logits = model.logits(batch.src, batch.trg_in)
-                    loss, _ = criterion(logits, batch.trg_out)
-                    (loss / n_tokens).backward()
-                    loss_sum += float(loss.detach())
+                for i, indices in enumerate(group):
+                    share, weight = shard(indices, world), world.size / n_tokens
+                    if len(share) == 0:  # fewer sentences than processes: take part in the all-reduce with 0
+                        share, weight = indices[:1], 0.0
+                    batch = make_batch(data, share).to(device)
+                    # DDP averages gradients over processes; the all-reduce runs on the last batch only.
+                    sync = i == len(group) - 1 or world.size == 1
+                    with contextlib.nullcontext() if sync else trained.no_sync():
+                        with autocast(device, config.bf16):
+                            logits = trained(batch.src, batch.trg_in)
+                        loss, _ = criterion(logits, batch.trg_out)
+                        (loss * weight).backward()
+                    if weight:
+                        loss_sum += float(loss.detach())
                 if config.clip_norm > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
                 lr = lr_at_step(progress["step"] + 1, config.lr, config.warmup_steps)
@@ -239,6 +294,7 @@ def train(
                 step = progress["step"]
                 if step % config.log_every == 0:
                     elapsed = time.perf_counter() - window["start"]
+                    window["loss"] = world.sum([window["loss"]])[0]
                     log.info(
                         "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s",
                         step, progress["epoch"], window["loss"] / window["tokens"], lr, window["tokens"] / elapsed,
@@ -249,10 +305,11 @@ def train(
                     window["start"] = time.perf_counter()
                 if step % config.checkpoint_every == 0:
                     save_last()
-                if stop.signal is not None:
+                    log.info("checkpoint at step %d: %s", step, last)
+                if world.any(stop.signal is not None):
                     save_last()
                     raise SystemExit(
-                        f"training stopped by signal {stop.signal} at step {step}; "
+                        f"training stopped by signal {stop.signal or signal.SIGTERM} at step {step}; "
                         f"checkpoint saved to {last}; run the same command again to resume"
                     )
                 if progress["bad_evals"] >= config.patience or step >= config.max_steps:
@@ -264,10 +321,13 @@ def train(
         if not history or history[-1]["step"] != progress["step"]:  # stopped by max_epochs between validations
             evaluate_and_keep_best()
         save_last()
-    return _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config)
+    summary = None
+    if world.is_main:
+        summary = _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config, world)
+    return world.broadcast(summary)
 
 
-def _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config) -> dict[str, Any]:
+def _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config, world) -> dict[str, Any]:
     """Write the best weights, the subword models and the summary into ``model_dir``."""
     best = model_dir / "checkpoints" / "best.pt"
     if not best.exists():
@@ -291,6 +351,7 @@ def _finish(model_dir, model, progress, history, src_spm, trg_spm, device, confi
         "train_tokens": progress["tokens"],
         "tokens_per_second": round(progress["tokens"] / max(progress["train_seconds"], 1e-9), 1),
         "device": str(device),
+        "processes": world.size,
         "threads": torch.get_num_threads(),
         "best_step": best_entry["step"],
         "valid": best_entry,

@@ -33,12 +33,12 @@ def test_receptive_field_is_causal_and_bounded(kernel, layers):
     """Target token t reaches exactly the outputs t .. t + layers * (k - 1) (section 3.2)."""
     model = tiny_model("convs2s", V, kernel_size=(kernel,), dec_layers=layers)
     src, trg_in = batch()
-    base = model.logits(src, trg_in)
+    base = model(src, trg_in)
     reach = layers * (kernel - 1)
     for t in range(trg_in.size(1)):
         changed = trg_in.clone()
         changed[:, t] = (changed[:, t] + 1 - 4) % (V - 4) + 4
-        diff = (model.logits(src, changed) - base).abs().amax(dim=(0, 2))  # (T,)
+        diff = (model(src, changed) - base).abs().amax(dim=(0, 2))  # (T,)
         assert torch.all(diff[:t] == 0)
         assert torch.all(diff[t : t + reach + 1] > 0)
         assert torch.all(diff[t + reach + 1 :] == 0)
@@ -49,12 +49,12 @@ def test_source_padding_changes_nothing(kernel):
     model = tiny_model("convs2s", V, kernel_size=(kernel,), enc_layers=3)
     src, trg_in = batch()
     enc = model.encode(src)
-    logits = model.logits(src, trg_in)
+    logits = model(src, trg_in)
     for i, n in enumerate((src != PAD).sum(dim=1).tolist()):
         alone = model.encode(src[i : i + 1, :n])
         for key in ("keys", "values"):
             torch.testing.assert_close(enc[key][i : i + 1, :n], alone[key], atol=1e-5, rtol=1e-5)
-        alone_logits = model.logits(src[i : i + 1, :n], trg_in[i : i + 1])
+        alone_logits = model(src[i : i + 1, :n], trg_in[i : i + 1])
         torch.testing.assert_close(logits[i : i + 1], alone_logits, atol=1e-5, rtol=1e-5)
 
 
@@ -72,7 +72,7 @@ def test_source_padding_changes_nothing(kernel):
 def test_incremental_steps_equal_teacher_forcing(overrides):
     model = tiny_model("convs2s", V, **overrides)
     src, trg_in = batch()
-    full = model.logits(src, trg_in)
+    full = model(src, trg_in)
     torch.testing.assert_close(stepwise_logits(model, src, trg_in), full, atol=1e-4, rtol=1e-4)
 
 
@@ -116,7 +116,7 @@ def test_encoder_gradient_is_scaled_per_attention_layer():
 
     def grad_of_encoder_output_layer():
         model.zero_grad()
-        model.logits(src, trg_in).square().sum().backward()
+        model(src, trg_in).square().sum().backward()
         return model.encoder.to_emb.parametrizations.weight.original1.grad.clone()
 
     scaled = grad_of_encoder_output_layer()

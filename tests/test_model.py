@@ -26,7 +26,7 @@ def toy_batch(B=3, S=7, T=6, seed=0):
 def test_shapes(arch):
     model = tiny_model(arch, V)
     src, trg_in = toy_batch()
-    assert model.logits(src, trg_in).shape == (3, 6, V)
+    assert model(src, trg_in).shape == (3, 6, V)
     logits, state = model.step(trg_in[:, 0], model.init_state(src))
     assert logits.shape == (3, V)
 
@@ -35,7 +35,7 @@ def test_shapes(arch):
 def test_incremental_steps_equal_teacher_forcing(arch):
     model = tiny_model(arch, V)
     src, trg_in = toy_batch()
-    full = model.logits(src, trg_in)
+    full = model(src, trg_in)
     torch.testing.assert_close(stepwise_logits(model, src, trg_in), full, atol=1e-4, rtol=1e-4)
 
 
@@ -58,7 +58,7 @@ def test_decoder_never_sees_future_tokens(arch):
     src, trg_in = toy_batch()
     changed = trg_in.clone()
     changed[:, 4:] = (changed[:, 4:] + 1) % V
-    a, b = model.logits(src, trg_in), model.logits(src, changed)
+    a, b = model(src, trg_in), model(src, changed)
     torch.testing.assert_close(a[:, :4], b[:, :4])
     assert not torch.allclose(a[:, 4:], b[:, 4:])
 
@@ -67,8 +67,8 @@ def test_decoder_never_sees_future_tokens(arch):
 def test_padding_does_not_change_the_output(arch):
     model = tiny_model(arch, V)
     src, trg_in = toy_batch()
-    alone = model.logits(src[:1, :4], trg_in[:1])
-    torch.testing.assert_close(model.logits(src, trg_in)[:1], alone, atol=1e-5, rtol=1e-5)
+    alone = model(src[:1, :4], trg_in[:1])
+    torch.testing.assert_close(model(src, trg_in)[:1], alone, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -82,7 +82,7 @@ def test_one_batch_can_be_overfitted(arch):
     losses = []
     for _ in range(150):
         optimizer.zero_grad()
-        loss, _ = criterion(model.logits(src, trg_in), trg_out)
+        loss, _ = criterion(model(src, trg_in), trg_out)
         (loss / trg_out.numel()).backward()
         optimizer.step()
         losses.append(float(loss.detach()) / trg_out.numel())

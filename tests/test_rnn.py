@@ -58,7 +58,7 @@ def test_every_variant_decodes_incrementally_as_teacher_forced(cell, attention, 
         return
     model = tiny_model("rnn", V, **options)
     src, trg_in = toy_batch()
-    full = model.logits(src, trg_in)
+    full = model(src, trg_in)
     torch.testing.assert_close(stepwise_logits(model, src, trg_in), full, atol=1e-5, rtol=1e-5)
 
 

@@ -23,7 +23,7 @@ def sources(B=6, S=9, seed=0):
 def sequence_logprob(model, src_row, hyp):
     """Log-probability of ``hyp`` + EOS under the model, by teacher forcing."""
     trg = torch.tensor([[BOS, *hyp]])
-    lprobs = torch.log_softmax(model.logits(src_row[None], trg), dim=-1)[0]
+    lprobs = torch.log_softmax(model(src_row[None], trg), dim=-1)[0]
     return float(lprobs.gather(1, torch.tensor([*hyp, EOS])[:, None]).sum())
 
 

@@ -55,6 +55,43 @@ def test_resume_continues_exactly(toy_corpus, toy_spm, tmp_path):
         torch.testing.assert_close(tensor, b["model"][name], rtol=0, atol=0, msg=name)
 
 
+def test_resume_after_kill_9_continues_exactly(toy_corpus, toy_spm, tmp_path):
+    """A run killed without warning (kill -9) after a periodic checkpoint and run again ends with the
+    parameters of an uninterrupted run: nothing half-written is read, nothing is replayed twice."""
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    run_training(toy_corpus, toy_spm, straight, max_steps=40, valid_every=1000, checkpoint_every=10, log_every=1)
+    code = (
+        "import json, logging, sys; from pathlib import Path; from conftest import run_training; "
+        "logging.basicConfig(level=logging.INFO); a = json.loads(sys.argv[1]); "
+        f"run_training(a['corpus'], a['spm'], Path({str(killed)!r}), "
+        "max_steps=40, valid_every=1000, checkpoint_every=10, log_every=1)"
+    )
+    args = json.dumps(
+        {"corpus": {k: str(v) for k, v in toy_corpus.items()}, "spm": {k: str(v) for k, v in toy_spm.items()}}
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
+    proc = subprocess.Popen([sys.executable, "-c", code, args], stderr=subprocess.PIPE, text=True, env=env)
+    timer = threading.Timer(120.0, proc.kill)
+    timer.start()
+    for line in proc.stderr:
+        if "checkpoint at step 20" in line:
+            proc.kill()  # SIGKILL: no handler runs, the process ends mid-step
+            break
+    proc.communicate(timeout=60)
+    timer.cancel()
+    assert proc.returncode == -signal.SIGKILL
+    step = load_checkpoint(killed / "checkpoints/last.pt")["progress"]["step"]
+    assert 20 <= step < 40, step
+    run_training(toy_corpus, toy_spm, killed, max_steps=40, valid_every=1000, checkpoint_every=10, log_every=1)
+    a = load_checkpoint(straight / "checkpoints/last.pt")
+    b = load_checkpoint(killed / "checkpoints/last.pt")
+    assert b["progress"]["step"] == 40 and b["progress"]["tokens"] == a["progress"]["tokens"]
+    for name, tensor in a["model"].items():
+        torch.testing.assert_close(tensor, b["model"][name], rtol=0, atol=0, msg=name)
+    for x, y in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values(), strict=True):
+        torch.testing.assert_close(x["exp_avg_sq"], y["exp_avg_sq"], rtol=0, atol=0)
+
+
 def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
     """A training process that gets SIGTERM writes last.pt and exits with a one-line message."""
     args = json.dumps(

@@ -138,7 +138,11 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     workdir = tmp_path / "run"
     workdir.mkdir()
     shutil.copy(TINY / "config.yaml", workdir / "config.yaml")
-    out = snakemake("--cores", "2", "--config", f"mirror={MIRROR}", workdir=workdir)
+    # The reverse model trains data parallel: 2 processes under torchrun (gloo on CPU).
+    out = snakemake(
+        "--cores", "2", "--config", f"mirror={MIRROR}", "--set-resources", "train_reverse_model:processes=2",
+        workdir=workdir,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     table = pd.read_csv(workdir / "results/tables/scores.csv")
     assert list(zip(table["model"], table["stage"], strict=True)) == [
@@ -173,6 +177,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert mono["kept"] == 300 and mono["lines_in"] == 29000
     assert sorted(p.name for p in (bt / "parts").glob("*.de")) == ["0000.de", "0001.de", "0002.de"]
     assert (bt / "reverse/model.pt").exists() and (bt / "reverse/src.model").exists()
+    assert json.loads((bt / "reverse/summary.json").read_text())["processes"] == 2
     for variant, upsample in (("bt_beam", 1), ("bt_sample_tagged", 2)):
         hyps = [line for part in sorted((bt / variant / "parts").iterdir()) for line in part.read_text().splitlines()]
         assert len(hyps) == 300
