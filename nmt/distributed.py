@@ -162,7 +162,6 @@ def launch_training(
         log.info("torchrun output:\n%s", output.rstrip())
     if proc.returncode != 0:
         errors = [line.removeprefix("error: ") for line in output.splitlines() if line.startswith("error: ")]
-        stops = [line for line in output.splitlines() if line.startswith("training stopped by signal")]
         causes = [line.strip() for line in output.splitlines() if line.strip().startswith(("exitcode", "traceback"))]
-        reason = (errors or stops or [f"{'; '.join(causes) or 'no error message'} (see {log_path})"])[0]
+        reason = (errors or [f"{'; '.join(causes) or 'no error message'} (see {log_path})"])[0]
         raise TrainingError(f"training with {processes} processes failed (exit status {proc.returncode}): {reason}")

@@ -19,7 +19,7 @@ from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.distributed import close_world, init_world, shard
-from nmt.errors import DataError
+from nmt.errors import DataError, TrainingError
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.model import Seq2Seq, build_model
 from nmt.subword import load_subword
@@ -308,7 +308,7 @@ def _train(
                     log.info("checkpoint at step %d: %s", step, last)
                 if world.any(stop.signal is not None):
                     save_last()
-                    raise SystemExit(
+                    raise TrainingError(
                         f"training stopped by signal {stop.signal or signal.SIGTERM} at step {step}; "
                         f"checkpoint saved to {last}; run the same command again to resume"
                     )

@@ -98,9 +98,10 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
         {"corpus": {k: str(v) for k, v in toy_corpus.items()}, "spm": {k: str(v) for k, v in toy_spm.items()}}
     )
     code = (
-        "import json, logging, sys; from pathlib import Path; from conftest import run_training; "
-        "logging.basicConfig(level=logging.INFO); a = json.loads(sys.argv[1]); "
-        f"run_training(a['corpus'], a['spm'], Path({str(tmp_path / 'm')!r}), "
+        "import json, sys; from pathlib import Path; from conftest import run_training; "
+        "from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
+        "with entry_point():\n"
+        f"    run_training(a['corpus'], a['spm'], Path({str(tmp_path / 'm')!r}), "
         "max_steps=100000, valid_every=100000, checkpoint_every=100000)"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
@@ -118,6 +119,7 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
     err = "".join(seen) + err
     assert proc.returncode == 1, err[-2000:]
     assert "training stopped by signal 15" in err and "run the same command again to resume" in err
+    assert "Traceback" not in err and err.rstrip().splitlines()[-1].startswith("error: training stopped by signal 15")
     ckpt = load_checkpoint(tmp_path / "m/checkpoints/last.pt")
     assert ckpt["progress"]["step"] > 0
 

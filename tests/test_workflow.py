@@ -2,10 +2,13 @@
 
 import gzip
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -191,3 +194,44 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     # Everything is up to date: a second run has nothing to do.
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_preempted_training_job_resumes_when_the_command_is_run_again(tmp_path):
+    """SIGTERM to a running training job (what SLURM sends before the time limit) fails the job with a saved
+    checkpoint; the same snakemake command then resumes it instead of starting over."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    config["models"] = {"transformer": config["models"]["transformer"]}
+    config["backtranslation"] = {"models": []}
+    config["training"].update(max_steps=150, valid_every=1000, log_every=5, checkpoint_every=1000)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    target = "results/en-de/transformer/baseline/model/model.pt"
+    command = [*SNAKEMAKE, "--directory", str(workdir), target, "--cores", "2", "--config", f"mirror={MIRROR}"]
+    log = workdir / "results/logs/train_model/en-de.transformer.baseline.log"
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not (log.exists() and "step 10 |" in log.read_text()):
+        assert proc.poll() is None and time.monotonic() < deadline, "training did not start"
+        time.sleep(0.2)
+    # The job's script process, as SLURM would signal it (snakemake itself keeps running).
+    job = subprocess.run(
+        ["pgrep", "-f", f"{workdir}/.snakemake/scripts/.*train_model.py"], capture_output=True, text=True
+    )
+    assert job.stdout.split(), "training job process not found"
+    for pid in job.stdout.split():
+        os.kill(int(pid), signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    text = log.read_text()
+    assert "training stopped by signal 15" in text and "run the same command again to resume" in text
+    stopped_at = int(text.split("training stopped by signal 15 at step ")[1].split(";")[0])
+    assert 10 <= stopped_at < 150
+    assert not (workdir / target).exists()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    text = log.read_text()
+    assert f"resumed from results/en-de/transformer/baseline/model/checkpoints/last.pt at step {stopped_at}" in text
+    assert json.loads((workdir / "results/en-de/transformer/baseline/model/summary.json").read_text())["steps"] == 150
