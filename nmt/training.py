@@ -182,7 +182,8 @@ def _train(
         "train_seconds": 0.0,
         "tokens": 0,
     }
-    history: list[dict[str, float]] = []
+    history: list[dict[str, float]] = []  # validations
+    train_log: list[dict[str, float]] = []  # training loss every log_every updates (train.tsv)
     last = ckpt_dir / "last.pt"
     if last.exists():
         ckpt = load_checkpoint(last, map_location=device)
@@ -193,7 +194,7 @@ def _train(
             )
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
-        progress, history = ckpt["progress"], ckpt["history"]
+        progress, history, train_log = ckpt["progress"], ckpt["history"], ckpt.get("train_log", [])
         rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
         if len(rng) == world.size:
             _set_rng_state(rng[world.rank])
@@ -223,6 +224,7 @@ def _train(
                     "optimizer": optimizer.state_dict(),
                     "progress": progress,
                     "history": history,
+                    "train_log": train_log,
                     "rng": rng,
                     "spec": model.spec,
                 },
@@ -295,6 +297,10 @@ def _train(
                 if step % config.log_every == 0:
                     elapsed = time.perf_counter() - window["start"]
                     window["loss"] = world.sum([window["loss"]])[0]
+                    train_log.append({
+                        "step": step, "epoch": progress["epoch"], "loss": window["loss"] / window["tokens"], "lr": lr,
+                        "tokens_per_second": window["tokens"] / elapsed,
+                    })  # fmt: skip
                     log.info(
                         "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s",
                         step, progress["epoch"], window["loss"] / window["tokens"], lr, window["tokens"] / elapsed,
@@ -323,11 +329,11 @@ def _train(
         save_last()
     summary = None
     if world.is_main:
-        summary = _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config, world)
+        summary = _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world)
     return world.broadcast(summary)
 
 
-def _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config, world) -> dict[str, Any]:
+def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world) -> dict[str, Any]:
     """Write the best weights, the subword models and the summary into ``model_dir``."""
     best = model_dir / "checkpoints" / "best.pt"
     if not best.exists():
@@ -357,12 +363,25 @@ def _finish(model_dir, model, progress, history, src_spm, trg_spm, device, confi
         "valid": best_entry,
         "config": model.spec["config"],
     }
-    (model_dir / "valid.tsv").write_text(
+    _write_atomic(
+        model_dir / "valid.tsv",
         "step\tloss\tppl\tbleu\n"
-        + "".join(f"{h['step']}\t{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\n" for h in history)
+        + "".join(f"{h['step']}\t{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\n" for h in history),
     )
-    tmp = model_dir / ".summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2))
-    os.replace(tmp, model_dir / "summary.json")
+    _write_atomic(
+        model_dir / "train.tsv",
+        "step\tepoch\tloss\tlr\ttokens_per_second\n"
+        + "".join(
+            f"{h['step']}\t{h['epoch']}\t{h['loss']:.4f}\t{h['lr']:.3e}\t{h['tokens_per_second']:.0f}\n"
+            for h in train_log
+        ),
+    )
+    _write_atomic(model_dir / "summary.json", json.dumps(summary, indent=2))
     log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
     return summary
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

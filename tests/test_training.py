@@ -28,7 +28,13 @@ def test_lr_schedule():
 def test_training_learns_the_toy_task(trained_model):
     model_dir, summary = trained_model
     assert summary["valid"]["bleu"] > 60
-    assert {"model.pt", "src.model", "trg.model", "summary.json", "valid.tsv"} <= {p.name for p in model_dir.iterdir()}
+    assert {"model.pt", "src.model", "trg.model", "summary.json", "valid.tsv", "train.tsv"} <= {
+        p.name for p in model_dir.iterdir()
+    }
+    train_log = (model_dir / "train.tsv").read_text().splitlines()
+    assert train_log[0] == "step\tepoch\tloss\tlr\ttokens_per_second" and len(train_log) == 1 + 500 // 20
+    losses = [float(line.split("\t")[2]) for line in train_log[1:]]
+    assert losses[-1] < losses[0] / 2
     assert json.loads((model_dir / "summary.json").read_text())["steps"] == 500
     device = get_device("cpu")
     model, src_sp, trg_sp = load_model(model_dir, device)
