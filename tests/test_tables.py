@@ -3,8 +3,11 @@
 import json
 
 import pandas as pd
+import pytest
+from conftest import assert_one_line
 
-from nmt.tables import collect_scores, write_tables
+from nmt.errors import ConfigError, DataError
+from nmt.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
 
 
 def record(model, bleu, pair="en-de", stage="baseline"):
@@ -35,3 +38,144 @@ def test_collect_and_write(tmp_path):
     assert pd.read_csv(tmp_path / "t/scores.csv").shape == (4, len(df.columns))
     md = (tmp_path / "t/scores.md").read_text()
     assert md.count("\n") == 6 and "bleu_signature" not in md and "| en-fr" in md
+
+
+# BLEU and TER of two seeds per system and pair, and of the ensemble of both: (model, arch, preset) -> pair -> ...
+RUNS = {
+    ("convs2s", "convs2s", "wmt14_en_de"): {
+        "en-de": ([25.0, 25.5], [60.0, 59.0], 26.1),
+        "en-fr": ([40.0, 40.2], [45.0, 45.0], 41.0),
+    },
+    ("transformer_base", "transformer", "base"): {
+        "en-de": ([27.0, 27.4], [55.0, 56.0], 28.0),
+        "en-fr": ([38.1, 38.3], [47.0, 46.0], 39.0),
+    },
+}
+VASWANI = [
+    {"system": "Transformer (base)", "citation": "Vaswani et al. 2017", "pair": pair, "testset": "newstest2014",
+     "bleu": bleu, "measurement": "tokenized BLEU (multi-bleu.perl), not sacreBLEU"}
+    for pair, bleu in (("en-de", 27.3), ("en-fr", 38.1))
+]  # fmt: skip
+
+
+def seeded_records() -> list[dict]:
+    records = []
+    for (model, arch, preset), pairs in RUNS.items():
+        for pair, (bleus, ters, ensemble) in pairs.items():
+            system = {"pair": pair, "testset": "newstest2014", "model": model, "arch": arch, "preset": preset,
+                      "stage": "baseline", "data": "parallel", "chrf": 50.0, "parameters": 60e6,
+                      "train_seconds": 100.0, "tokens_per_second": 9000.0}  # fmt: skip
+            for seed, bleu, ter in zip((1, 2), bleus, ters, strict=True):
+                records.append({**system, "seed": seed, "bleu": bleu, "ter": ter, "hyp": f"{pair}/{model}/{seed}.txt"})
+            records.append({**system, "seed": "ensemble", "bleu": ensemble, "ter": 50.0, "members": [1, 2],
+                            "hyp": f"{pair}/{model}/ensemble.txt"})  # fmt: skip
+    return records
+
+
+def collected(tmp_path, records) -> pd.DataFrame:
+    for i, rec in enumerate(records):
+        (tmp_path / f"{i}.json").write_text(json.dumps(rec))
+    return collect_scores([tmp_path / f"{i}.json" for i in range(len(records))])
+
+
+def test_long_table_orders_seeds_with_the_ensemble_last(tmp_path):
+    df = collected(tmp_path, seeded_records()[::-1])
+    assert list(df.columns[:11]) == [
+        "pair", "testset", "model", "arch", "preset", "stage", "data", "seed", "bleu", "chrf", "ter",
+    ]  # fmt: skip
+    assert list(df["seed"][:6]) == [1, 2, "ensemble"] * 2
+    assert list(df["model"][:4]) == ["convs2s"] * 3 + ["transformer_base"]
+
+
+def test_summarize_seeds(tmp_path):
+    summary = summarize_seeds(collected(tmp_path, seeded_records()))
+    assert len(summary) == 2 * 2 * 2, "pair x model x (single, ensemble)"
+    assert list(summary["kind"][:2]) == ["single", "ensemble"]
+    single = summary.iloc[2]
+    assert (single["pair"], single["model"], single["n_seeds"]) == ("en-de", "transformer_base", 2)
+    assert single["bleu_mean"] == pytest.approx(27.2)
+    assert single["bleu_std"] == pytest.approx(0.282843, abs=1e-6), "sample std of 27.0 and 27.4: 0.2 * sqrt(2)"
+    assert single["ter_std"] == pytest.approx(0.707107, abs=1e-6) and single["parameters"] == 60e6
+    ensemble = summary.iloc[3]
+    assert ensemble["kind"] == "ensemble" and ensemble["bleu_mean"] == 28.0 and ensemble["n_seeds"] == 2
+    assert pd.isna(ensemble["bleu_std"])
+
+
+def test_summarize_one_seed_and_old_records_without_seed(tmp_path):
+    summary = summarize_seeds(collected(tmp_path, [record("m", 20.0), record("m", 22.0, stage="bt")]))
+    assert list(summary["n_seeds"]) == [1, 1] and summary["bleu_std"].isna().all()
+    assert list(summary["kind"]) == ["single", "single"] and list(summary["preset"]) == ["", ""]
+
+
+def test_duplicate_seed_is_one_line(tmp_path):
+    records = seeded_records()
+    with pytest.raises(DataError) as excinfo:
+        summarize_seeds(collected(tmp_path, records + [records[0]]))
+    assert_one_line(excinfo, "seed 1", "en-de", "convs2s")
+
+
+def test_wide_table_shape_and_cells(tmp_path):
+    long = collected(tmp_path, seeded_records())
+    sig = pd.DataFrame(
+        [
+            # both ConvS2S seeds differ significantly on en-de BLEU; on en-fr BLEU only one of them does
+            ("en-de", "convs2s", 1, "bleu", 0.001), ("en-de", "convs2s", 2, "bleu", 0.01),
+            ("en-fr", "convs2s", 1, "bleu", 0.001), ("en-fr", "convs2s", 2, "bleu", 0.3),
+            ("en-de", "transformer_base", "ensemble", "bleu", 0.002), ("en-de", "transformer_base", 1, "bleu", None),
+        ],
+        columns=["pair", "model", "seed", "metric", "p_value"],
+    ).assign(testset="newstest2014", stage="baseline", baseline_arch="transformer", baseline_preset="base",
+             baseline_data="parallel", baseline_seed=1)  # fmt: skip
+    table, notes = wide_table(summarize_seeds(long), significance=sig, published=VASWANI)
+    assert list(table.index) == [
+        "Transformer (base) [Vaswani et al. 2017]*",
+        "ConvS2S (wmt14_en_de)",
+        "ConvS2S (wmt14_en_de) ensemble",
+        "Transformer (base)",
+        "Transformer (base) ensemble",
+    ]
+    assert list(table.columns) == [("EN-DE", "BLEU"), ("EN-DE", "TER"), ("EN-FR", "BLEU"), ("EN-FR", "TER")]
+    assert table.loc["Transformer (base)"].tolist() == ["27.20 ± 0.28", "55.50 ± 0.71", "38.20 ± 0.14", "46.50 ± 0.71"]
+    convs2s = table.loc["ConvS2S (wmt14_en_de)"].tolist()
+    assert convs2s == ["25.25 ± 0.35†", "59.50 ± 0.71", "40.10 ± 0.14", "45.00 ± 0.00"], "one seed significant: no †"
+    assert table.loc["Transformer (base) ensemble"].tolist() == ["28.00†", "50.00", "39.00", "50.00"]
+    assert table.loc["Transformer (base) [Vaswani et al. 2017]*"].tolist() == ["27.3", "", "38.1", ""]
+    assert len(notes) == 2 and notes[0].startswith("* ") and "multi-bleu.perl" in notes[0]
+    assert notes[1].startswith("† ") and "Transformer (base)" in notes[1] and "p < 0.05" in notes[1]
+
+    write_wide(table, notes, tmp_path / "t/wide.md", tmp_path / "t/wide.tex")
+    md, tex = (tmp_path / "t/wide.md").read_text(), (tmp_path / "t/wide.tex").read_text()
+    assert "EN-DE BLEU |" in md and "|  27.20 ± 0.28 |" in md and "\n\\* As published" in md and "\n† signif" in md
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex and "\\multicolumn{2}{c}{EN-DE}" in tex
+    assert "p $<$ 0.05" in tex
+    assert "27.20 $\\pm$ 0.28" in tex and "25.25 $\\pm$ 0.35\\textsuperscript{\\dag}" in tex
+    assert tex.index("multi-bleu.perl") > tex.index("\\end{tabular}"), "the footnotes follow the table"
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["wide.md", "wide.tex"]
+
+
+def test_wide_table_labels_data_and_several_test_sets(tmp_path):
+    records = [
+        {**record("tb", 30.0), "preset": "base", "seed": 1},
+        {**record("tb", 31.0, stage="bt_tagged"), "preset": "base", "seed": 1},
+        {**record("tb", 20.0), "preset": "base", "seed": 1, "testset": "newstest2017"},
+        {**record("tb", 10.0, pair="en-fr"), "preset": "base", "seed": 1},
+    ]
+    table, notes = wide_table(summarize_seeds(collected(tmp_path, records)), metrics=("bleu",))
+    assert list(table.index) == ["Transformer (base)", "Transformer (base), parallel+bt (beam5)"]
+    assert list(table.columns) == [
+        ("EN-DE newstest2017", "BLEU"), ("EN-DE test_2016_flickr", "BLEU"), ("EN-FR", "BLEU"),
+    ]  # fmt: skip
+    assert table.loc["Transformer (base)"].tolist() == ["20.00", "30.00", "10.00"]
+    assert table.loc["Transformer (base), parallel+bt (beam5)"].tolist() == ["", "31.00", ""] and notes == []
+    write_wide(table, notes, tmp_path / "w.md", tmp_path / "w.tex")
+    assert "EN-DE test\\_2016\\_flickr" in (tmp_path / "w.tex").read_text()
+
+
+def test_wide_table_errors_are_one_line(tmp_path):
+    summary = summarize_seeds(collected(tmp_path, [record("m", 20.0)]))
+    with pytest.raises(ConfigError) as excinfo:
+        wide_table(summary, published=[{"system": "x", "pair": "en-de"}])
+    assert_one_line(excinfo, "published result 1", "citation")
+    with pytest.raises(ConfigError) as excinfo:
+        wide_table(summary, metrics=("bleu", "meteor"))
+    assert_one_line(excinfo, "meteor")
