@@ -1,4 +1,4 @@
-"""Command line: ``python -m nmt translate --model DIR < src > hyp``, ``score`` and ``train``.
+"""Command line: ``python -m nmt translate --model DIR [--model DIR2 ...] < src > hyp``, ``score`` and ``train``.
 
 ``train`` is what the workflow runs under ``torchrun`` for data-parallel training; it works on its
 own too, also under ``srun torchrun ...`` across nodes.
@@ -13,7 +13,8 @@ from nmt.entry import entry_point
 
 
 def translate(args: argparse.Namespace) -> None:
-    from nmt.translation import get_device, load_model, translate_lines
+    from nmt.ensemble import load_ensemble
+    from nmt.translation import get_device, translate_lines
 
     config = from_dict(
         DecodeConfig,
@@ -28,7 +29,7 @@ def translate(args: argparse.Namespace) -> None:
         "translate",
     )
     device = get_device(args.device)
-    model, src_sp, trg_sp = load_model(args.model, device)
+    model, src_sp, trg_sp = load_ensemble(args.model, device)
     lines = [line.rstrip("\n") for line in sys.stdin]
     for hyp in translate_lines(model, src_sp, trg_sp, lines, config, device):
         sys.stdout.write(hyp + "\n")
@@ -68,7 +69,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m nmt", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("translate", help="translate stdin to stdout with a trained model directory")
-    p.add_argument("--model", required=True, help="model directory (model.pt, src.model, trg.model)")
+    p.add_argument(
+        "--model",
+        required=True,
+        action="append",
+        help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble",
+    )
     p.add_argument("--method", default="beam", choices=["beam", "greedy", "sample"])
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--length-penalty", type=float, default=1.0)

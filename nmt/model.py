@@ -17,7 +17,7 @@ Legend: B batch, S source length, T target length, V vocabulary.
 
 import dataclasses
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -50,6 +50,23 @@ def reorder_state(state: Any, index: torch.Tensor) -> Any:
     if isinstance(state, (list, tuple)):
         return type(state)(reorder_state(v, index) for v in state)
     return state
+
+
+class DecodingModel(Protocol):
+    """What search and translation need of a model: the decoder contract and ``nn.Module``'s train/eval switch.
+
+    :class:`Seq2Seq` and :class:`nmt.ensemble.Ensemble` both provide it.
+    """
+
+    training: bool
+
+    def init_state(self, src: torch.Tensor) -> Any: ...
+
+    def step(self, trg_prev: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]: ...
+
+    def train(self, mode: bool = True) -> Any: ...
+
+    def eval(self) -> Any: ...
 
 
 class Seq2Seq(nn.Module):

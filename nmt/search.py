@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from nmt.data import BOS, EOS, PAD
-from nmt.model import Seq2Seq, reorder_state
+from nmt.model import DecodingModel, reorder_state
 
 
 def max_output_lengths(src: torch.Tensor, max_len_a: float, max_len_b: int) -> torch.Tensor:
@@ -17,7 +17,9 @@ def max_output_lengths(src: torch.Tensor, max_len_a: float, max_len_b: int) -> t
 
 
 @torch.no_grad()
-def greedy_search(model: Seq2Seq, src: torch.Tensor, max_len_a: float = 1.5, max_len_b: int = 10) -> list[list[int]]:
+def greedy_search(
+    model: DecodingModel, src: torch.Tensor, max_len_a: float = 1.5, max_len_b: int = 10
+) -> list[list[int]]:
     """Pick the most probable token at every step.
 
     :param src: source ids (B, S) with EOS, right-padded
@@ -28,7 +30,7 @@ def greedy_search(model: Seq2Seq, src: torch.Tensor, max_len_a: float = 1.5, max
 
 @torch.no_grad()
 def sample_search(
-    model: Seq2Seq,
+    model: DecodingModel,
     src: torch.Tensor,
     topk: int = 0,
     generator: torch.Generator | None = None,
@@ -54,7 +56,9 @@ def sample_search(
     return _one_path_search(model, src, draw, max_len_a, max_len_b)
 
 
-def _one_path_search(model: Seq2Seq, src: torch.Tensor, choose, max_len_a: float, max_len_b: int) -> list[list[int]]:
+def _one_path_search(
+    model: DecodingModel, src: torch.Tensor, choose, max_len_a: float, max_len_b: int
+) -> list[list[int]]:
     """Extend one hypothesis per sentence with ``choose(logits (B, V)) -> (B,)`` until EOS or the limit."""
     B = src.size(0)
     limit = max_output_lengths(src, max_len_a, max_len_b)
@@ -84,7 +88,7 @@ def length_penalty(length: int, alpha: float) -> float:
 
 @torch.no_grad()
 def beam_search(
-    model: Seq2Seq,
+    model: DecodingModel,
     src: torch.Tensor,
     beam_size: int = 5,
     alpha: float = 1.0,

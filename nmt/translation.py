@@ -11,7 +11,7 @@ from nmt.checkpoint import load_checkpoint
 from nmt.config import DecodeConfig
 from nmt.data import EOS, pad, read_lines
 from nmt.errors import DataError
-from nmt.model import Seq2Seq, model_from_spec
+from nmt.model import DecodingModel, Seq2Seq, model_from_spec
 from nmt.search import beam_search, greedy_search, sample_search
 from nmt.subword import load_subword
 
@@ -50,7 +50,7 @@ def load_model(
 
 @torch.no_grad()
 def translate_lines(
-    model: Seq2Seq,
+    model: DecodingModel,
     src_sp: spm.SentencePieceProcessor,
     trg_sp: spm.SentencePieceProcessor,
     lines: list[str],
@@ -59,6 +59,8 @@ def translate_lines(
     bf16: str = "auto",
 ) -> list[str]:
     """Translate plain-text ``lines`` into detokenized plain text, in input order.
+
+    ``model`` is a :class:`~nmt.model.Seq2Seq` or an :class:`~nmt.ensemble.Ensemble` of them.
 
     Sentences are sorted by length so that each batch holds similar lengths (little padding).
     Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
