@@ -12,15 +12,21 @@
 #   {src}-{trg}/backtranslation/parts/{part}.{trg}     monolingual parts (checkpoint split_monolingual)
 #   {src}-{trg}/backtranslation/{variant}/parts/{part}.{src}   back-translated parts
 #   {src}-{trg}/backtranslation/{variant}/train.{lang} real + synthetic training corpus (+ report.json)
-#   {src}-{trg}/{model}/{stage}/model/                 model.pt, summary.json, valid.tsv, checkpoints/
-#   {src}-{trg}/{model}/{stage}/translations/{test}.{trg}   detokenized system output
-#   {src}-{trg}/{model}/{stage}/scores/{test}.json     BLEU/chrF/TER with sacrebleu signatures
-#   tables/scores.{csv,md}                             one row per system and test set
-#   benchmarks/{rule}/...tsv                           Snakemake benchmark of training and translation jobs
+#   {src}-{trg}/{model}/{stage}/seed{N}/model/          model.pt, summary.json, train.tsv, valid.tsv, checkpoints/
+#   {src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}   detokenized system output
+#   {src}-{trg}/{model}/{stage}/{run}/scores/{test}.json   BLEU/chrF/TER with sacrebleu signatures
+#   {src}-{trg}/significance/{test}.json               paired bootstrap of every run against the baseline
+#   tables/scores.{csv,md}                             long table: one row per run and test set
+#   tables/summary.csv                                 per system: mean and std over seeds, ensemble rows
+#   tables/table.{md,tex,csv}                          wide table: systems x pairs/metrics, as in papers
+#   plots/{src}-{trg}.{model}.{stage}.png              learning curves (train loss, valid loss and BLEU)
+#   plots/{src}-{trg}.comparison.png                   learning curves of all systems of a pair
+#   benchmarks/{rule}/...tsv                           Snakemake benchmark of the heavy jobs
 #   logs/{rule}/...log                                 one log per job
 # {model} is a key of config["models"] (transformer, rnn, convs2s by default); {stage} is "baseline"
 # (trained on the parallel data only) or a key of config["backtranslation"]["variants"] (trained on
-# that variant's real + synthetic corpus).
+# that variant's real + synthetic corpus). {run} is seed{N} for each of config["seeds"], or "ensemble"
+# (all seeds' models decoding together) when there are several seeds.
 
 from snakemake.utils import min_version
 
@@ -40,5 +46,6 @@ include: "workflow/rules/evaluate.smk"
 
 rule all:
     input:
-        csv="results/tables/scores.csv",
-        md="results/tables/scores.md",
+        "results/tables/scores.csv",
+        "results/tables/table.md",
+        get_plot_files(),

@@ -274,3 +274,20 @@ class SyntheticConfig:
             repeat_ngram=self.repeat_ngram,
             max_repeats=self.max_repeats,
         )
+
+
+@dataclass
+class TablesConfig:
+    """What the result tables show: metric columns, the baseline of the significance tests, published figures."""
+
+    baseline: str | None = None
+    metrics: list[str] = dataclasses.field(default_factory=lambda: ["bleu", "chrf", "ter"])
+    bootstrap_samples: int = 1000
+    bootstrap_seed: int = 12345
+    published: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def check(self, where: str) -> None:
+        _positive(where, bootstrap_samples=self.bootstrap_samples, bootstrap_seed=self.bootstrap_seed)
+        for metric in self.metrics:
+            if metric not in ("bleu", "chrf", "ter"):
+                raise ConfigError(f"{where}.metrics: {metric!r} is not one of 'bleu', 'chrf', 'ter'")

@@ -48,21 +48,26 @@ def write_scores(
     ref_path: str | Path,
     trg_lang: str,
     system: dict[str, Any],
-    training_summary: str | Path,
+    training_summaries: list[str | Path],
     out_path: str | Path,
 ) -> dict[str, Any]:
     """Score a translation and write one flat JSON record for the result table.
 
-    :param system: what identifies the row: pair, model, arch, data, test set
-    :param training_summary: the ``summary.json`` of the model that translated
+    :param system: what identifies the row: pair, model, arch, data, test set, seed
+    :param training_summaries: the ``summary.json`` of the model that translated, or of each model of an
+        ensemble (then parameters and training time are the sums, steps and tokens/s the means)
     """
-    summary = json.loads(Path(training_summary).read_text())
+    summaries = [json.loads(Path(f).read_text()) for f in training_summaries]
     record: dict[str, Any] = dict(system)
     for name, value in score_files(hyp_path, ref_path, trg_lang).items():
         record[name] = value["score"]
         record[f"{name}_signature"] = value["signature"]
-    for key in ("parameters", "train_seconds", "tokens_per_second", "steps", "device"):
-        record[key] = summary[key]
+    for key in ("parameters", "train_seconds"):
+        record[key] = sum(s[key] for s in summaries)
+    for key in ("steps", "tokens_per_second"):
+        values = [s[key] for s in summaries]
+        record[key] = values[0] if len(values) == 1 else round(sum(values) / len(values), 1)
+    record["device"] = summaries[0]["device"]
     out_path = Path(out_path)
     tmp = out_path.with_name(f".{out_path.name}.tmp")
     tmp.write_text(json.dumps(record, indent=2))

@@ -250,11 +250,15 @@ def _significance_note(significance: pd.DataFrame) -> str:
     )
 
 
-def write_wide(df: pd.DataFrame, notes: list[str], md_path: str | Path, tex_path: str | Path) -> None:
+def write_wide(
+    df: pd.DataFrame, notes: list[str], md_path: str | Path, tex_path: str | Path, csv_path: str | Path | None = None
+) -> None:
     """Write the table of :func:`wide_table` as Markdown and as a LaTeX booktabs tabular, each followed by its
-    notes, atomically."""
+    notes, and optionally as CSV (flat column names, no notes), atomically."""
     flat = df.copy()
     flat.columns = [" ".join(c) for c in df.columns]
+    if csv_path is not None:
+        _write_atomic(Path(csv_path), flat.to_csv())
     markdown = flat.to_markdown(disable_numparse=True, colalign=["left"] + ["right"] * len(flat.columns))
     # A note starting with "*" would become a Markdown list item.
     markdown += "\n\n" + "".join(("\\" + n if n.startswith("*") else n) + "\n\n" for n in notes)
@@ -282,11 +286,12 @@ def _latex_text(text: str) -> str:
     return "".join(LATEX.get(char, char) for char in str(text))
 
 
-def write_tables(df: pd.DataFrame, csv_path: str | Path, md_path: str | Path) -> None:
-    """Write the full table as CSV and the readable columns (no signatures) as Markdown, atomically."""
+def write_tables(df: pd.DataFrame, csv_path: str | Path, md_path: str | Path | None = None) -> None:
+    """Write the full table as CSV and, optionally, the readable columns (no signatures) as Markdown, atomically."""
     _write_atomic(Path(csv_path), df.to_csv(index=False))
-    readable = df[[c for c in df.columns if not c.endswith("_signature")]]
-    _write_atomic(Path(md_path), readable.to_markdown(index=False) + "\n")
+    if md_path is not None:
+        readable = df[[c for c in df.columns if not c.endswith("_signature")]]
+        _write_atomic(Path(md_path), readable.to_markdown(index=False) + "\n")
 
 
 def _write_atomic(path: Path, text: str) -> None:

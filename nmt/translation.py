@@ -90,17 +90,26 @@ def translate_lines(
 
 
 def translate_file(
-    model_dir: str | Path,
+    model_dirs: str | Path | list[str | Path],
     src_path: str | Path,
     hyp_path: str | Path,
     config: DecodeConfig,
     device: str = "auto",
 ) -> int:
-    """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count."""
+    """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
+
+    :param model_dirs: a model directory, or several to decode with their ensemble
+    """
+    from nmt.ensemble import load_ensemble  # nmt.ensemble builds on load_model above
+
     dev = get_device(device)
-    model, src_sp, trg_sp = load_model(model_dir, dev)
+    model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
+    model, src_sp, trg_sp = load_ensemble(model_dirs, dev)
     lines = read_lines(src_path)
-    log.info("translating %d lines of %s with %s (%s)", len(lines), src_path, config, dev)
+    log.info(
+        "translating %d lines of %s with %s (%s, %d model%s)",
+        len(lines), src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
+    )  # fmt: skip
     hyps = translate_lines(model, src_sp, trg_sp, lines, config, dev)
     hyp_path = Path(hyp_path)
     hyp_path.parent.mkdir(parents=True, exist_ok=True)

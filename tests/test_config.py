@@ -6,7 +6,16 @@ import pytest
 import yaml
 from conftest import REPO
 
-from nmt.config import CleanConfig, CorpusConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
+from nmt.config import (
+    CleanConfig,
+    CorpusConfig,
+    DecodeConfig,
+    SubwordConfig,
+    SyntheticConfig,
+    TablesConfig,
+    TrainConfig,
+    from_dict,
+)
 from nmt.errors import ConfigError
 from nmt.model import resolve_model_options
 
@@ -58,6 +67,7 @@ VARIANT = SCHEMA["properties"]["backtranslation"]["properties"]["variants"]["add
         (SCHEMA["properties"]["training"]["properties"], TrainConfig),
         (SCHEMA["properties"]["decoding"]["properties"], DecodeConfig),
         ({k: v for k, v in VARIANT.items() if k != "generation"}, SyntheticConfig),
+        (SCHEMA["properties"]["tables"]["properties"], TablesConfig),
     ],
 )
 def test_schema_documents_every_field_with_the_code_default(properties, cls):
@@ -66,7 +76,11 @@ def test_schema_documents_every_field_with_the_code_default(properties, cls):
     for name, field in fields.items():
         assert "description" in properties[name], name
         default = properties[name]["default"]
-        assert (tuple(default) if isinstance(default, list) else default) == field.default, name
+        code = field.default_factory() if field.default is dataclasses.MISSING else field.default
+        if isinstance(code, list):
+            assert default == code, name
+        else:
+            assert (tuple(default) if isinstance(default, list) else default) == code, name
 
 
 @pytest.mark.parametrize(

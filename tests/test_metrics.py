@@ -45,7 +45,21 @@ def test_write_scores_record(tmp_path):
     summary = {"parameters": 10, "train_seconds": 1.5, "tokens_per_second": 100.0, "steps": 3, "device": "cpu"}
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     system = {"pair": "en-de", "testset": "t", "model": "m", "arch": "transformer", "data": "parallel"}
-    write_scores(tmp_path / "hyp.de", tmp_path / "ref.de", "de", system, tmp_path / "summary.json", tmp_path / "s.json")
+    write_scores(
+        tmp_path / "hyp.de", tmp_path / "ref.de", "de", system, [tmp_path / "summary.json"], tmp_path / "s.json"
+    )
     record = json.loads((tmp_path / "s.json").read_text())
     assert record["bleu"] == 100.0 and record["parameters"] == 10 and record["pair"] == "en-de"
+    assert record["steps"] == 3 and record["train_seconds"] == 1.5
     assert "bleu_signature" in record and "ter_signature" in record
+    # An ensemble of two models: the sizes and training times add up, steps and speed are averaged.
+    other = {"parameters": 20, "train_seconds": 2.5, "tokens_per_second": 200.0, "steps": 4, "device": "cpu"}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    summaries = [tmp_path / "summary.json", tmp_path / "other.json"]
+    record = write_scores(tmp_path / "hyp.de", tmp_path / "ref.de", "de", system, summaries, tmp_path / "e.json")
+    assert (record["parameters"], record["train_seconds"], record["steps"], record["tokens_per_second"]) == (
+        30,
+        4.0,
+        3.5,
+        150.0,
+    )

@@ -47,8 +47,14 @@ def test_default_config_dry_run(tmp_path):
 def test_presets_validate_and_dry_run(tmp_path, preset):
     out = snakemake("-n", "--configfile", str(preset), "--replace-workflow-config", workdir=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    for rule in ("fetch_archive", "download_corpus", "clean_corpus", "train_model", "collect_scores"):
+    for rule in ("download_corpus", "clean_corpus", "train_model", "significance", "collect_scores"):
         assert rule in out.stdout
+    if preset.stem.startswith("wmt14"):  # statmt.org archives, reference figures from the papers
+        assert "fetch_archive" in out.stdout
+        assert yaml.safe_load(preset.read_text())["tables"]["published"]
+    else:  # Multi30k en-de and en-fr: Table I's shape on a CPU
+        assert yaml.safe_load(preset.read_text())["pairs"] == ["en-de", "en-fr"]
+        assert out.stdout.count("rule train_model:") == 6
 
 
 @pytest.mark.parametrize(
@@ -63,6 +69,11 @@ def test_presets_validate_and_dry_run(tmp_path, preset):
         ({"models": {"t": {"arch": "rnn", "training": {"lr": "x"}}}}, "models.t.training.lr: expected float, got 'x'"),
         ({"data": {"train": ["nope"], "dev": "multi30k_val", "test": ["test_2016_flickr"]}}, "corpus 'nope' is not"),
         ({"backtranslation": {"models": ["lstm"]}}, "backtranslation.models: 'lstm' is not a key of models"),
+        ({"training": {"seed": 3}}, "key 'training.seed': set the top-level list 'seeds' instead"),
+        ({"seeds": [1, 1]}, "key 'seeds': [1, 1] has non-unique elements"),
+        ({"tables": {"baseline": "lstm"}}, "tables.baseline: 'lstm' is not a key of models"),
+        ({"tables": {"metrics": ["meteor"]}}, "key 'tables.metrics.0': 'meteor' is not one of"),
+        ({"tables": {"published": [{"system": "x"}]}}, "key 'tables.published.0': 'citation' is a required property"),
         ({"backtranslation": {"models": ["rnn"], "variants": {"baseline": {}}}}, "key 'backtranslation.variants'"),
         (
             {"backtranslation": {"models": ["rnn"], "variants": {"bt": {"generation": {"method": "nucleus"}}}}},
@@ -147,29 +158,67 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         workdir=workdir,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
+    # The long table: every run (seeds 1 and 2, and their ensemble) of every system.
     table = pd.read_csv(workdir / "results/tables/scores.csv")
-    assert list(zip(table["model"], table["stage"], strict=True)) == [
+    systems = [
         ("convs2s", "baseline"),
         ("rnn", "baseline"),
         ("transformer", "baseline"),
         ("transformer", "bt_beam"),
         ("transformer", "bt_sample_tagged"),
     ]
-    assert list(table["data"]) == [
-        *["parallel"] * 3,
-        "parallel+bt (beam2)",
-        "parallel+bt (sample-top5, tagged, real x2)",
+    runs = ["1", "2", "ensemble"]
+    assert list(zip(table["model"], table["stage"], table["seed"].astype(str), strict=True)) == [
+        (model, stage, run) for model, stage in systems for run in runs
     ]
-    assert list(table["arch"]) == list(table["model"])
+    assert list(table["data"]) == [
+        *["parallel"] * 9,
+        *["parallel+bt (beam2)"] * 3,
+        *["parallel+bt (sample-top5, tagged, real x2)"] * 3,
+    ]
+    assert list(table["arch"]) == list(table["model"]) and set(table["preset"]) == {"tiny"}
     assert set(table["pair"]) == {"en-de"} and set(table["testset"]) == {"test_2016_flickr"}
     # 40 updates of a tiny model: scores are low, some systems may output nothing useful at all.
     assert table["bleu"].between(0, 100).all() and table["chrf"].between(0, 100).all() and table["chrf"].max() > 0
     assert (table["parameters"] > 0).all()
+    ensembles = table[table["seed"] == "ensemble"]
+    singles = table[table["seed"] != "ensemble"]
+    assert list(ensembles["parameters"]) == list(singles.groupby(["model", "stage"], sort=False)["parameters"].sum())
     assert table["bleu_signature"].str.startswith("nrefs:1|case:mixed|eff:no|tok:13a").all()
+    seed1, seed2 = (
+        json.loads((workdir / f"results/en-de/rnn/baseline/seed{n}/model/summary.json").read_text()) for n in (1, 2)
+    )
+    assert seed1["valid"]["loss"] != seed2["valid"]["loss"]  # two seeds, two different models
     for model in ("transformer", "rnn", "convs2s"):
-        assert (workdir / f"results/benchmarks/train_model/en-de.{model}.baseline.tsv").exists()
-    hyps = (workdir / "results/en-de/transformer/baseline/translations/test_2016_flickr.de").read_text().splitlines()
-    assert len(hyps) == 1000
+        assert (workdir / f"results/benchmarks/train_model/en-de.{model}.baseline.seed1.tsv").exists()
+    for run in ("seed1", "ensemble"):
+        hyps = (workdir / f"results/en-de/transformer/baseline/{run}/translations/test_2016_flickr.de").read_text()
+        assert len(hyps.splitlines()) == 1000
+    # Per system: mean and sample std over the two seeds, and the ensemble rows.
+    summary = pd.read_csv(workdir / "results/tables/summary.csv")
+    assert len(summary) == 10 and list(summary["kind"]).count("ensemble") == 5
+    rnn = summary[(summary["model"] == "rnn") & (summary["kind"] == "single")].iloc[0]
+    bleus = table[(table["model"] == "rnn") & (table["seed"] != "ensemble")]["bleu"]
+    assert rnn["bleu_mean"] == pytest.approx(bleus.mean()) and rnn["bleu_std"] == pytest.approx(
+        bleus.std(), nan_ok=True
+    )
+    # Paired bootstrap: every run against the baseline's (transformer, the first model) first seed.
+    tests = json.loads((workdir / "results/en-de/significance/test_2016_flickr.json").read_text())
+    assert len(tests) == 15 * 3 and {t["metric"] for t in tests} == {"bleu", "chrf", "ter"}
+    baseline = "results/en-de/transformer/baseline/seed1/translations/test_2016_flickr.de"
+    assert {t["baseline_hyp"] for t in tests} == {baseline}
+    assert all(t["p_value"] is None for t in tests if t["hyp"] == baseline)
+    assert all(0 < t["p_value"] <= 1 for t in tests if t["hyp"] != baseline)
+    # The wide table of papers: systems x (pair, metric), in Markdown and LaTeX.
+    wide = (workdir / "results/tables/table.md").read_text()
+    header = wide.splitlines()[0]
+    assert [c.strip() for c in header.strip("|").split("|")] == ["system", "EN-DE BLEU", "EN-DE chrF", "EN-DE TER"]
+    assert len([line for line in wide.splitlines() if line.startswith("| ")]) == 1 + 10
+    assert "±" in wide and "ensemble" in wide
+    assert "\\toprule" in (workdir / "results/tables/table.tex").read_text()
+    plots = sorted(p.name for p in (workdir / "results/plots").iterdir())
+    assert plots == sorted(["en-de.comparison.png", *(f"en-de.{m}.{s}.png" for m, s in systems)])
+    assert all((workdir / "results/plots" / p).read_bytes().startswith(b"\x89PNG") for p in plots)
     report = (workdir / "results/en-de/data/clean/multi30k_train.report.tsv").read_text().splitlines()
     assert "kept\t400\t" in "\n".join(report) and report[0] == "filter\tpairs\tshare"
     assert "| kept | 400 |" in (workdir / "results/en-de/data/clean/multi30k_train.report.md").read_text()
@@ -194,6 +243,12 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     # Everything is up to date: a second run has nothing to do.
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
+    # Snakemake's HTML report: the tables, learning curves and cleaning reports, with the runtimes.
+    report = snakemake("--report", "report.html", "--config", f"mirror={MIRROR}", workdir=workdir)
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (workdir / "report.html").read_text()
+    for item in ("table.csv", "summary.csv", "en-de.comparison.png", "multi30k_train.report.tsv"):
+        assert item in html, item
 
 
 @pytest.mark.slow
@@ -208,9 +263,9 @@ def test_preempted_training_job_resumes_when_the_command_is_run_again(tmp_path):
     config["backtranslation"] = {"models": []}
     config["training"].update(max_steps=150, valid_every=1000, log_every=5, checkpoint_every=1000)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    target = "results/en-de/transformer/baseline/model/model.pt"
+    target = "results/en-de/transformer/baseline/seed1/model/model.pt"
     command = [*SNAKEMAKE, "--directory", str(workdir), target, "--cores", "2", "--config", f"mirror={MIRROR}"]
-    log = workdir / "results/logs/train_model/en-de.transformer.baseline.log"
+    log = workdir / "results/logs/train_model/en-de.transformer.baseline.seed1.log"
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not (log.exists() and "step 10 |" in log.read_text()):
@@ -233,5 +288,6 @@ def test_preempted_training_job_resumes_when_the_command_is_run_again(tmp_path):
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     text = log.read_text()
-    assert f"resumed from results/en-de/transformer/baseline/model/checkpoints/last.pt at step {stopped_at}" in text
-    assert json.loads((workdir / "results/en-de/transformer/baseline/model/summary.json").read_text())["steps"] == 150
+    model_dir = "results/en-de/transformer/baseline/seed1/model"
+    assert f"resumed from {model_dir}/checkpoints/last.pt at step {stopped_at}" in text
+    assert json.loads((workdir / model_dir / "summary.json").read_text())["steps"] == 150

@@ -68,7 +68,7 @@ checkpoint split_monolingual:
 # Back-translate one part with the reverse model (beam, greedy or sampling, per variant).
 rule backtranslate_part:
     input:
-        model="results/{src}-{trg}/backtranslation/reverse/model.pt",
+        models=["results/{src}-{trg}/backtranslation/reverse/model.pt"],
         src="results/{src}-{trg}/backtranslation/parts/{part}.{trg}",
     output:
         hyp="results/{src}-{trg}/backtranslation/{variant}/parts/{part}.{src}",

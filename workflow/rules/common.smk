@@ -10,7 +10,16 @@ from jsonschema.exceptions import best_match
 from snakemake.utils import validate
 
 from nmt.download import MIRROR_ENV
-from nmt.config import CleanConfig, CorpusConfig, DecodeConfig, SubwordConfig, SyntheticConfig, TrainConfig, from_dict
+from nmt.config import (
+    CleanConfig,
+    CorpusConfig,
+    DecodeConfig,
+    SubwordConfig,
+    SyntheticConfig,
+    TablesConfig,
+    TrainConfig,
+    from_dict,
+)
 from nmt.errors import ConfigError
 from nmt.model import resolve_model_options
 
@@ -26,6 +35,12 @@ def check_config(config, schema_path):
     if error is not None:
         key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         sys.exit(f"config error: key '{key}': {error.message}")
+    # The seed of each training run is the {run} of its results path, from the top-level seeds list.
+    sections = {"training": config.get("training")}
+    sections |= {f"models.{name}.training": m.get("training") for name, m in config.get("models", {}).items()}
+    for where, section in sections.items():
+        if isinstance(section, dict) and "seed" in section:
+            sys.exit(f"config error: key '{where}.seed': set the top-level list 'seeds' instead (e.g. seeds: [1, 2, 3])")
 
 
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -69,11 +84,18 @@ try:
         name: from_dict(SyntheticConfig, {k: v for k, v in variant.items() if k != "generation"}, f"backtranslation.variants.{name}")
         for name, variant in BT["variants"].items()
     }
+    TABLES = from_dict(TablesConfig, config["tables"], "tables")
+    if TABLES.baseline is not None and TABLES.baseline not in config["models"]:
+        raise ConfigError(f"tables.baseline: '{TABLES.baseline}' is not a key of models")
 except ConfigError as e:
     sys.exit(f"config error: {e}")
 
 MODELS = list(config["models"])
 VARIANTS = list(BT["variants"])
+SEEDS = config["seeds"]
+# The runs of a system: one per seed, and the ensemble of all seeds' models when there are several.
+RUNS = [f"seed{seed}" for seed in SEEDS] + (["ensemble"] if len(SEEDS) > 1 else [])
+BASELINE = TABLES.baseline or MODELS[0]
 
 # The mirror reaches the download jobs through the environment rather than a param, so switching
 # between a mirror and the internet does not make Snakemake redo the downloads and all that follows.
@@ -88,6 +110,8 @@ wildcard_constraints:
     corpus="[A-Za-z0-9_.]+",
     model="[A-Za-z0-9_]+",
     stage="|".join(["baseline", *VARIANTS]),
+    seed="[0-9]+",
+    run="seed[0-9]+|ensemble",
     variant="|".join(VARIANTS),
     part="[0-9]+",
 
@@ -133,9 +157,9 @@ def get_model_options(wildcards):
 
 
 def get_training(wildcards, threads):
-    """The training config, with ``threads: 0`` resolved to the rule's threads."""
+    """The training config of one run: its seed, and ``threads: 0`` resolved to the rule's threads."""
     training = TRAINING[wildcards.model]
-    return dataclasses.replace(training, threads=training.threads or threads)
+    return dataclasses.replace(training, seed=int(wildcards.seed), threads=training.threads or threads)
 
 
 def get_reverse_training(wildcards, threads):
@@ -180,14 +204,60 @@ def get_eval_files(wildcards):
     )
 
 
+def get_systems():
+    """(model, stage) of every system: each model on the parallel data, and the BT models per variant."""
+    return [(model, "baseline") for model in MODELS] + [(model, variant) for model in BT["models"] for variant in VARIANTS]
+
+
 def get_score_files():
-    systems = [(model, "baseline") for model in MODELS]
-    systems += [(model, variant) for model in BT["models"] for variant in VARIANTS]
     return [
-        f"results/{pair}/{model}/{stage}/scores/{test}.json"
+        f"results/{pair}/{model}/{stage}/{run}/scores/{test}.json"
         for pair in config["pairs"]
-        for model, stage in systems
+        for model, stage in get_systems()
+        for run in RUNS
         for test in config["data"]["test"]
+    ]
+
+
+def get_significance_files():
+    return [f"results/{pair}/significance/{test}.json" for pair in config["pairs"] for test in config["data"]["test"]]
+
+
+def get_run_models(wildcards):
+    """The model(s) a run translates with: its seed's model, or every seed's for the ensemble."""
+    seeds = SEEDS if wildcards.run == "ensemble" else [wildcards.run.removeprefix("seed")]
+    return [f"results/{wildcards.src}-{wildcards.trg}/{wildcards.model}/{wildcards.stage}/seed{seed}/model/model.pt" for seed in seeds]
+
+
+def get_run_summaries(wildcards):
+    return [model.replace("model.pt", "summary.json") for model in get_run_models(wildcards)]
+
+
+def get_bootstrap_hyps(wildcards):
+    """Every run's translation of one test set, the baseline's first seed first (the system compared with)."""
+    pair = f"{wildcards.src}-{wildcards.trg}"
+    baseline = f"results/{pair}/{BASELINE}/baseline/seed{SEEDS[0]}/translations/{wildcards.test}.{wildcards.trg}"
+    hyps = [
+        f"results/{pair}/{model}/{stage}/{run}/translations/{wildcards.test}.{wildcards.trg}"
+        for model, stage in get_systems()
+        for run in RUNS
+    ]
+    return [baseline] + [hyp for hyp in hyps if hyp != baseline]
+
+
+def get_curve_models(wildcards):
+    """The first seed's model summary of every system of a pair, for the comparison plot."""
+    return [
+        f"results/{wildcards.src}-{wildcards.trg}/{model}/{stage}/seed{SEEDS[0]}/model/summary.json"
+        for model, stage in get_systems()
+    ]
+
+
+def get_plot_files():
+    return [
+        f"results/plots/{pair}.{name}.png"
+        for pair in config["pairs"]
+        for name in ["comparison", *(f"{model}.{stage}" for model, stage in get_systems())]
     ]
 
 
@@ -203,14 +273,22 @@ def describe_data(stage):
     return f"parallel+bt ({', '.join(details)})"
 
 
-def get_system(wildcards):
-    """What identifies a row of the result table."""
-    return {
+def get_system(wildcards, input):
+    """What identifies a row of the result table (and its translation, which significance tests refer to)."""
+    options = config["models"][wildcards.model]
+    system = {
         "pair": f"{wildcards.src}-{wildcards.trg}",
         "testset": wildcards.test,
         "model": wildcards.model,
-        "arch": config["models"][wildcards.model]["arch"],
+        "arch": options["arch"],
+        "preset": options.get("preset", ""),
         "stage": wildcards.stage,
         "data": describe_data(wildcards.stage),
+        "seed": "ensemble" if wildcards.run == "ensemble" else int(wildcards.run.removeprefix("seed")),
+        "hyp": input.hyp,
+        "ref": input.ref,
     }
+    if wildcards.run == "ensemble":
+        system["members"] = len(SEEDS)
+    return system
 

@@ -51,7 +51,12 @@ rule clean_corpus:
     output:
         src="results/{src}-{trg}/data/clean/{corpus}.{src}",
         trg="results/{src}-{trg}/data/clean/{corpus}.{trg}",
-        report="results/{src}-{trg}/data/clean/{corpus}.report.tsv",
+        report=report(
+            "results/{src}-{trg}/data/clean/{corpus}.report.tsv",
+            category="Data",
+            subcategory="{src}-{trg}",
+            labels={"corpus": "{corpus}", "report": "cleaning"},
+        ),
         summary="results/{src}-{trg}/data/clean/{corpus}.report.md",
     params:
         cleaning=CLEANING,

@@ -1,19 +1,19 @@
-# Evaluation stage: translate the test sets, score them, collect the result table.
+# Evaluation stage: translate the test sets, score them, test significance, collect tables and plots.
 
 
-# Translate one test set with beam search (or greedy) and detokenize.
+# Translate one test set with one run's model (or the ensemble of all seeds' models) and detokenize.
 rule translate_test:
     input:
-        model="results/{src}-{trg}/{model}/{stage}/model/model.pt",
+        models=get_run_models,
         src="results/{src}-{trg}/data/eval/{test}.{src}",
     output:
-        hyp="results/{src}-{trg}/{model}/{stage}/translations/{test}.{trg}",
+        hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
     params:
         decoding=DECODING,
     log:
-        "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{test}.log",
+        "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.log",
     benchmark:
-        "results/benchmarks/translate_test/{src}-{trg}.{model}.{stage}.{test}.tsv"
+        "results/benchmarks/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.tsv"
     threads: 8
     conda:
         "../../envs/nmt.yaml"
@@ -24,31 +24,99 @@ rule translate_test:
 # Score one translation with sacrebleu (BLEU, chrF, TER) and attach the training facts.
 rule score_translations:
     input:
-        hyp="results/{src}-{trg}/{model}/{stage}/translations/{test}.{trg}",
+        hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
-        summary="results/{src}-{trg}/{model}/{stage}/model/summary.json",
+        summaries=get_run_summaries,
     output:
-        scores="results/{src}-{trg}/{model}/{stage}/scores/{test}.json",
+        scores="results/{src}-{trg}/{model}/{stage}/{run}/scores/{test}.json",
     params:
         system=get_system,
     log:
-        "results/logs/score_translations/{src}-{trg}.{model}.{stage}.{test}.log",
+        "results/logs/score_translations/{src}-{trg}.{model}.{stage}.{run}.{test}.log",
     conda:
         "../../envs/nmt.yaml"
     script:
         "../scripts/score_translations.py"
 
 
-# Collect every score into the result tables (CSV and Markdown).
+# Paired bootstrap resampling (sacrebleu) of every run against the baseline system's first seed.
+rule significance:
+    input:
+        ref="results/{src}-{trg}/data/eval/{test}.{trg}",
+        hyps=get_bootstrap_hyps,
+    output:
+        tests="results/{src}-{trg}/significance/{test}.json",
+    params:
+        n_samples=TABLES.bootstrap_samples,
+        seed=TABLES.bootstrap_seed,
+    log:
+        "results/logs/significance/{src}-{trg}.{test}.log",
+    benchmark:
+        "results/benchmarks/significance/{src}-{trg}.{test}.tsv"
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/significance.py"
+
+
+# Collect every score into the tables: long (every run), per system (mean ± std over seeds), and the
+# wide table of papers (systems x language pairs and metrics, significance marks, published figures).
 rule collect_scores:
     input:
         scores=get_score_files(),
+        tests=get_significance_files(),
     output:
-        csv="results/tables/scores.csv",
+        csv=report("results/tables/scores.csv", category="Tables", labels={"table": "every run (long)"}),
         md="results/tables/scores.md",
+        summary=report("results/tables/summary.csv", category="Tables", labels={"table": "per system, mean ± std over seeds"}),
+        wide_md="results/tables/table.md",
+        wide_tex="results/tables/table.tex",
+        wide_csv=report("results/tables/table.csv", category="Tables", labels={"table": "systems x pairs (as in papers)"}),
+    params:
+        tables=TABLES,
     log:
         "results/logs/collect_scores/collect_scores.log",
     conda:
         "../../envs/nmt.yaml"
     script:
         "../scripts/collect_scores.py"
+
+
+# Learning curves of one system's first seed: train loss, validation loss and BLEU per update.
+rule plot_learning_curves:
+    input:
+        summary=f"results/{{src}}-{{trg}}/{{model}}/{{stage}}/seed{SEEDS[0]}/model/summary.json",
+    output:
+        png=report(
+            "results/plots/{src}-{trg}.{model}.{stage}.png",
+            category="Learning curves",
+            subcategory="{src}-{trg}",
+            labels={"model": "{model}", "stage": "{stage}"},
+        ),
+    log:
+        "results/logs/plot_learning_curves/{src}-{trg}.{model}.{stage}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/plot_learning_curves.py"
+
+
+# One figure comparing the systems of a pair (validation BLEU and train loss per update).
+rule plot_comparison:
+    input:
+        summaries=get_curve_models,
+    output:
+        png=report(
+            "results/plots/{src}-{trg}.comparison.png",
+            category="Learning curves",
+            subcategory="{src}-{trg}",
+            labels={"model": "all systems", "stage": "comparison"},
+        ),
+    params:
+        labels=[f"{model}/{stage}" for model, stage in get_systems()],
+    log:
+        "results/logs/plot_comparison/{src}-{trg}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/plot_comparison.py"

@@ -1,4 +1,4 @@
-# Training stage: one model per pair and config["models"] entry.
+# Training stage: one model per pair, config["models"] entry, stage (baseline or BT variant) and seed.
 
 
 # Train a model on the cleaned parallel data; resumes from its last checkpoint when re-run.
@@ -11,15 +11,15 @@ rule train_model:
         src_spm="results/{src}-{trg}/subword/{src}.model",
         trg_spm="results/{src}-{trg}/subword/{trg}.model",
     output:
-        model="results/{src}-{trg}/{model}/{stage}/model/model.pt",
-        summary="results/{src}-{trg}/{model}/{stage}/model/summary.json",
+        model="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/model.pt",
+        summary="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/summary.json",
     params:
         model=get_model_options,
         training=get_training,
     log:
-        "results/logs/train_model/{src}-{trg}.{model}.{stage}.log",
+        "results/logs/train_model/{src}-{trg}.{model}.{stage}.seed{seed}.log",
     benchmark:
-        "results/benchmarks/train_model/{src}-{trg}.{model}.{stage}.tsv"
+        "results/benchmarks/train_model/{src}-{trg}.{model}.{stage}.seed{seed}.tsv"
     threads: 8
     conda:
         "../../envs/nmt.yaml"

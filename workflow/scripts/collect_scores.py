@@ -1,7 +1,17 @@
-"""Rule collect_scores: every score record into the result tables."""
+"""Rule collect_scores: every score record into the long, per-system and wide result tables."""
 
 from nmt.entry import entry_point
-from nmt.tables import collect_scores, write_tables
+from nmt.significance import read_significance, significance_frame
+from nmt.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
 
 with entry_point(snakemake.log[0]):
-    write_tables(collect_scores(snakemake.input.scores), snakemake.output.csv, snakemake.output.md)
+    tables = snakemake.params.tables
+    long = collect_scores(snakemake.input.scores)
+    write_tables(long, snakemake.output.csv, snakemake.output.md)
+    summary = summarize_seeds(long)
+    write_tables(summary, snakemake.output.summary)
+    tests = [record for path in snakemake.input.tests for record in read_significance(path)]
+    wide, notes = wide_table(
+        summary, tuple(tables.metrics), significance_frame(tests, long), published=tables.published
+    )
+    write_wide(wide, notes, snakemake.output.wide_md, snakemake.output.wide_tex, snakemake.output.wide_csv)

@@ -1,4 +1,4 @@
-"""Rule score_translations: BLEU, chrF and TER of one translation, with the training facts."""
+"""Rule score_translations: BLEU, chrF and TER of one translation, with the training facts of its model(s)."""
 
 from nmt.entry import entry_point
 from nmt.metrics import write_scores
@@ -9,6 +9,6 @@ with entry_point(snakemake.log[0]):
         snakemake.input.ref,
         trg_lang=snakemake.wildcards.trg,
         system=snakemake.params.system,
-        training_summary=snakemake.input.summary,
+        training_summaries=list(snakemake.input.summaries),
         out_path=snakemake.output.scores,
     )

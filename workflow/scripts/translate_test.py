@@ -1,4 +1,4 @@
-"""Rules translate_test and backtranslate_part: translate one file with a trained model."""
+"""Rules translate_test and backtranslate_part: translate one file with a model, or an ensemble of models."""
 
 from pathlib import Path
 
@@ -10,7 +10,7 @@ from nmt.translation import translate_file
 with entry_point(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
     translate_file(
-        Path(snakemake.input.model).parent,
+        [Path(model).parent for model in snakemake.input.models],
         snakemake.input.src,
         snakemake.output.hyp,
         snakemake.params.decoding,

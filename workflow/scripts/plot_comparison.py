@@ -1,0 +1,11 @@
+"""Rule plot_comparison: the systems of one language pair in one figure."""
+
+from pathlib import Path
+
+from nmt.entry import entry_point
+from nmt.plots import plot_comparison
+
+with entry_point(snakemake.log[0]):
+    summaries = snakemake.input.summaries
+    runs = {label: Path(summary).parent for label, summary in zip(snakemake.params.labels, summaries, strict=True)}
+    plot_comparison(runs, snakemake.output.png)

@@ -1,0 +1,12 @@
+"""Rule plot_learning_curves: train loss, validation loss and BLEU per update of one model."""
+
+from pathlib import Path
+
+from nmt.entry import entry_point
+from nmt.plots import plot_learning_curves
+
+with entry_point(snakemake.log[0]):
+    w = snakemake.wildcards
+    plot_learning_curves(
+        Path(snakemake.input.summary).parent, f"{w.src}-{w.trg} {w.model} ({w.stage})", snakemake.output.png
+    )
