@@ -1,6 +1,12 @@
 # Evaluation stage: translate the test sets, score them, collect the result table.
 
 
+# Scoring and tabulating take seconds: on a cluster they run where Snakemake runs instead of queueing.
+localrules:
+    score_translations,
+    collect_scores,
+
+
 # Translate one test set with beam search (or greedy) and detokenize.
 rule translate_test:
     input:
@@ -15,6 +21,9 @@ rule translate_test:
     benchmark:
         "results/benchmarks/translate_test/{src}-{trg}.{model}.{stage}.{test}.tsv"
     threads: 8
+    resources:
+        mem_mb=per_attempt(8000),
+        runtime=per_attempt(60),
     conda:
         "../../envs/nmt.yaml"
     script:
