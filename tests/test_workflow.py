@@ -93,7 +93,9 @@ def test_config_errors_name_the_key(tmp_path, override, message):
     out = snakemake("-n", workdir=tmp_path)
     assert out.returncode == 1
     assert out.stdout == ""
-    (line,) = out.stderr.strip().splitlines()  # one line, nothing else
+    # Nothing but Snakemake's notice that it applies profiles/default, and the one line.
+    notice, line = out.stderr.strip().splitlines()
+    assert notice.startswith("Using workflow specific profile") and "profiles/default" in notice, out.stderr
     assert line.startswith("config error: ") and message in line, out.stderr
 
 

@@ -17,6 +17,9 @@ rule clean_monolingual:
         seed=BT["seed"],
     log:
         "results/logs/clean_monolingual/{src}-{trg}.log",
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(120),
     conda:
         "../../envs/nmt.yaml"
     script:
@@ -43,6 +46,9 @@ rule train_reverse_model:
     benchmark:
         "results/benchmarks/train_reverse_model/{src}-{trg}.tsv"
     threads: 8
+    resources:
+        mem_mb=per_attempt(16000),
+        runtime=per_attempt(480),
     conda:
         "../../envs/nmt.yaml"
     script:
@@ -59,6 +65,9 @@ checkpoint split_monolingual:
         chunk_lines=BT["chunk_lines"],
     log:
         "results/logs/split_monolingual/{src}-{trg}.log",
+    resources:
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(15),
     conda:
         "../../envs/nmt.yaml"
     script:
@@ -79,6 +88,9 @@ rule backtranslate_part:
     benchmark:
         "results/benchmarks/backtranslate_part/{src}-{trg}.{variant}.{part}.tsv"
     threads: 8
+    resources:
+        mem_mb=per_attempt(8000),
+        runtime=per_attempt(120),
     conda:
         "../../envs/nmt.yaml"
     script:
@@ -100,6 +112,9 @@ rule build_synthetic_corpus:
         seed=BT["seed"],
     log:
         "results/logs/build_synthetic_corpus/{src}-{trg}.{variant}.log",
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(60),
     conda:
         "../../envs/nmt.yaml"
     script:

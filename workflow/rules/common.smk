@@ -116,6 +116,13 @@ wildcard_constraints:
     part="[0-9]+",
 
 
+def per_attempt(base):
+    """Resource function for ``mem_mb`` (MB) and ``runtime`` (minutes): ``base`` on the first attempt,
+    twice it on the second, ... so a job that --retries resubmits after running out of memory or time
+    gets more (a training job also resumes from its last checkpoint)."""
+    return lambda wildcards, attempt: base * attempt
+
+
 def get_corpus(wildcards):
     return CORPORA[wildcards.corpus]
 

@@ -63,6 +63,9 @@ rule clean_corpus:
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",
     threads: 8
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(240),
     conda:
         "../../envs/nmt.yaml"
     script:
@@ -81,6 +84,9 @@ rule prepare_eval_set:
         punctuation=CLEANING.normalize_punctuation,
     log:
         "results/logs/prepare_eval_set/{src}-{trg}.{corpus}.log",
+    resources:
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(15),
     conda:
         "../../envs/nmt.yaml"
     script:

@@ -1,6 +1,14 @@
 # Evaluation stage: translate the test sets, score them, test significance, collect tables and plots.
 
 
+# Scoring, tabulating and plotting take seconds: on a cluster they run where Snakemake runs instead of queueing.
+localrules:
+    score_translations,
+    collect_scores,
+    plot_learning_curves,
+    plot_comparison,
+
+
 # Translate one test set with one run's model (or the ensemble of all seeds' models) and detokenize.
 rule translate_test:
     input:
@@ -15,6 +23,9 @@ rule translate_test:
     benchmark:
         "results/benchmarks/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.tsv"
     threads: 8
+    resources:
+        mem_mb=per_attempt(8000),
+        runtime=per_attempt(60),
     conda:
         "../../envs/nmt.yaml"
     script:
@@ -53,6 +64,9 @@ rule significance:
         "results/logs/significance/{src}-{trg}.{test}.log",
     benchmark:
         "results/benchmarks/significance/{src}-{trg}.{test}.tsv"
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(60),
     conda:
         "../../envs/nmt.yaml"
     script:

@@ -14,6 +14,9 @@ rule train_subword:
     log:
         "results/logs/train_subword/{src}-{trg}.log",
     threads: 2
+    resources:
+        mem_mb=per_attempt(8000),
+        runtime=per_attempt(60),
     conda:
         "../../envs/nmt.yaml"
     script:

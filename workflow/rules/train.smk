@@ -21,6 +21,9 @@ rule train_model:
     benchmark:
         "results/benchmarks/train_model/{src}-{trg}.{model}.{stage}.seed{seed}.tsv"
     threads: 8
+    resources:
+        mem_mb=per_attempt(16000),
+        runtime=per_attempt(480),
     conda:
         "../../envs/nmt.yaml"
     script:

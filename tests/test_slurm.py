@@ -1,0 +1,155 @@
+"""The tiny pipeline submitted to a real single-node SLURM cluster through profiles/slurm; SLURM says what was asked."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import MIRROR, REPO
+from test_workflow import TINY, needs_mirror, snakemake
+
+SLURM_SCRIPTS = REPO.parent / "shared" / "slurm"
+GPU_RULES = {"train_model", "translate_test"}
+
+
+def is_running(*names: str) -> bool:
+    """Whether a process of one of these names runs on this machine (read from /proc, nothing is touched)."""
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() in names:
+                return True
+        except OSError:  # the process ended while we looked
+            continue
+    return False
+
+
+def why_no_cluster() -> str | None:
+    """The reason slurm_up.sh cannot or must not run here, or None."""
+    if not (SLURM_SCRIPTS / "slurm_up.sh").is_file():
+        return f"{SLURM_SCRIPTS / 'slurm_up.sh'} not found"
+    if os.geteuid() != 0:
+        return "slurm_up.sh needs root (it installs and starts munge, slurmctld, slurmd)"
+    if shutil.which("apt-get") is None and shutil.which("slurmctld") is None:
+        return "SLURM is not installed and there is no apt-get to install it"
+    # An existing cluster is left alone rather than reused: its partitions, GPUs and accounting are unknown.
+    if is_running("slurmctld", "slurmd"):
+        return "SLURM daemons already run on this machine; the test does not touch an existing cluster"
+    conf = Path("/etc/slurm/slurm.conf")
+    if conf.exists() and "ClusterName=localcluster" not in conf.read_text():
+        return f"{conf} belongs to another cluster; slurm_up.sh would overwrite it"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm_node(tmp_path_factory) -> dict[str, int]:
+    """A SLURM 22.05 controller and node on localhost with one fake GPU (``../shared/slurm/slurm_up.sh``),
+    stopped by ``slurm_down.sh`` afterwards; gives the node's CPUs and memory (MB)."""
+    reason = why_no_cluster()
+    if reason:
+        pytest.skip(reason)
+    env = {**os.environ, "SLURM_TEST_ROOT": str(tmp_path_factory.mktemp("slurm"))}
+    try:
+        up = subprocess.run(
+            ["bash", str(SLURM_SCRIPTS / "slurm_up.sh")], env=env, capture_output=True, text=True, timeout=600
+        )
+        if up.returncode != 0:
+            last = (up.stderr.strip().splitlines() or ["no message"])[-1]
+            pytest.skip(f"slurm_up.sh failed (exit {up.returncode}): {last}")
+        node = subprocess.run(["sinfo", "-h", "-o", "%T %c %m"], capture_output=True, text=True, timeout=30)
+        state, cpus, mem = (node.stdout.split() + ["", "", ""])[:3]
+        if state != "idle":
+            pytest.skip(f"SLURM started but its node is not idle: {node.stdout.strip() or node.stderr.strip()}")
+        yield {"cpus": int(cpus), "mem_mb": int(mem)}
+    finally:
+        subprocess.run(["bash", str(SLURM_SCRIPTS / "slurm_down.sh")], env=env, capture_output=True, timeout=300)
+
+
+def slurm_jobs(workdir: Path) -> dict[str, dict[str, str]]:
+    """The jobs SLURM lists (finished ones for MinJobAge = 300 s) that ran in ``workdir``, by job id."""
+    out = subprocess.run(["scontrol", "show", "job", "-o"], capture_output=True, text=True, timeout=30)
+    jobs = {}
+    for line in out.stdout.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        if fields.get("WorkDir") == str(workdir):
+            jobs[fields["JobId"]] = fields
+    return jobs
+
+
+def minutes(limit: str) -> int:
+    """Minutes of a SLURM time limit written [D-]HH:MM:SS."""
+    days, _, clock = limit.rpartition("-")
+    hours, mins, _ = clock.split(":")
+    return (int(days or 0) * 24 + int(hours)) * 60 + int(mins)
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
+    """The Transformer of the tiny config, without back-translation: downloads run locally, cleaning, subwords,
+    training and translation as SLURM jobs, and training and translation ask SLURM for a GPU."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    config["models"] = {"transformer": config["models"]["transformer"]}
+    config["backtranslation"] = {"models": []}
+    del config["data"]["mono"], config["corpora"]["multi30k_mono1"]
+    config["training"].update(max_steps=20, valid_every=20)
+    config["decoding"] = {"method": "greedy", "batch_size": 200}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    # Jobs start `python -m snakemake` on the node with this environment (sbatch --export=ALL).
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    out = snakemake(
+        "--workflow-profile",
+        str(REPO / "profiles" / "slurm"),
+        # The test cluster has no accounting (sacct fails), answers at once, and is one small node.
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--max-threads",
+        str(slurm_node["cpus"]),
+        "--resources",
+        f"mem_mb={slurm_node['mem_mb']}",
+        "--config",
+        f"mirror={MIRROR}",
+        workdir=workdir,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = pd.read_csv(workdir / "results/tables/scores.csv")
+    assert list(zip(table["model"], table["stage"], table["testset"], strict=True)) == [
+        ("transformer", "baseline", "test_2016_flickr")
+    ]
+    assert table["chrf"].between(0, 100).all() and table["bleu_signature"].str.startswith("nrefs:1").all()
+
+    # What Snakemake submitted: the rule of each SLURM job id (from the plugin's log path); downloads,
+    # scoring and the table are local rules.
+    submitted = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/", out.stderr))
+    assert sorted(submitted.values()) == [
+        "clean_corpus",
+        "prepare_eval_set",
+        "prepare_eval_set",
+        "train_model",
+        "train_subword",
+        "translate_test",
+    ], out.stderr[-3000:]
+    # What SLURM itself recorded. It lists a finished job for MinJobAge = 300 s: surely the last jobs
+    # (translation, training and the CPU job before it), perhaps not the first ones.
+    listed = slurm_jobs(workdir)
+    assert set(listed) <= set(submitted), listed
+    for job_id, job in listed.items():
+        rule = submitted[job_id]
+        assert job["Comment"].startswith(f"rule_{rule}") and job["JobState"] == "COMPLETED", job
+        if rule in GPU_RULES:
+            assert re.fullmatch(r"gres:gpu(:\w+)?:1", job.get("TresPerJob", "")), job
+        else:
+            assert "gpu" not in job.get("TresPerJob", "") + job.get("TresPerNode", ""), job
+    jobs = {submitted[job_id]: job for job_id, job in listed.items()}
+    assert GPU_RULES < set(jobs), f"SLURM lists no GPU or no CPU job of the run: {listed}"
+    # Each rule's own time limit (per_attempt in common.smk) reached sbatch: hours for training.
+    assert minutes(jobs["train_model"]["TimeLimit"]) > minutes(jobs["translate_test"]["TimeLimit"]), jobs
