@@ -98,6 +98,7 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     config["models"] = {"transformer": config["models"]["transformer"]}
     config["backtranslation"] = {"models": []}
     del config["data"]["mono"], config["corpora"]["multi30k_mono1"]
+    config["seeds"] = [1]
     config["training"].update(max_steps=20, valid_every=20)
     config["decoding"] = {"method": "greedy", "batch_size": 200}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
@@ -128,12 +129,13 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     assert table["chrf"].between(0, 100).all() and table["bleu_signature"].str.startswith("nrefs:1").all()
 
     # What Snakemake submitted: the rule of each SLURM job id (from the plugin's log path); downloads,
-    # scoring and the table are local rules.
+    # scoring, the tables and the plots are local rules.
     submitted = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/", out.stderr))
     assert sorted(submitted.values()) == [
         "clean_corpus",
         "prepare_eval_set",
         "prepare_eval_set",
+        "significance",
         "train_model",
         "train_subword",
         "translate_test",
