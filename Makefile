@@ -7,7 +7,7 @@ CORES ?= all
 MIRROR ?=
 SNAKE_CONFIG := $(if $(MIRROR),--config mirror=$(abspath $(MIRROR)),)
 
-.PHONY: install run test check format clean
+.PHONY: install run report test check format clean
 
 $(BIN)/snakemake: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ check: install
 format: install
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# The HTML report of the last run: tables, learning curves, cleaning reports, runtimes.
+report: install
+	$(BIN)/snakemake --report results/report.html $(SNAKE_CONFIG)
 
 test: check
 	$(BIN)/pytest
