@@ -241,15 +241,19 @@ def get_run_summaries(wildcards):
 
 
 def get_bootstrap_hyps(wildcards):
-    """Every run's translation of one test set, the baseline's first seed first (the system compared with)."""
+    """Every run's translation of one test set, the baseline's first seed first (the system compared with).
+
+    The baseline's other seeds are left out: its row of the table is the reference, not a tested system.
+    """
     pair = f"{wildcards.src}-{wildcards.trg}"
     baseline = f"results/{pair}/{BASELINE}/baseline/seed{SEEDS[0]}/translations/{wildcards.test}.{wildcards.trg}"
     hyps = [
         f"results/{pair}/{model}/{stage}/{run}/translations/{wildcards.test}.{wildcards.trg}"
         for model, stage in get_systems()
         for run in RUNS
+        if (model, stage) != (BASELINE, "baseline") or run == "ensemble"
     ]
-    return [baseline] + [hyp for hyp in hyps if hyp != baseline]
+    return [baseline] + hyps
 
 
 def get_curve_models(wildcards):

@@ -62,6 +62,8 @@ rule clean_corpus:
         cleaning=CLEANING,
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",
+    benchmark:
+        "results/benchmarks/clean_corpus/{src}-{trg}.{corpus}.tsv"
     threads: 8
     resources:
         mem_mb=per_attempt(4000),
