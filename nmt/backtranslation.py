@@ -14,7 +14,7 @@ from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
-from nmt.cleaning import atomic_text
+from nmt.atomic import atomic_text
 from nmt.config import SyntheticConfig
 from nmt.data import read_corpus
 from nmt.errors import DataError

@@ -6,13 +6,12 @@ import hashlib
 import json
 import logging
 import lzma
-import os
 import random
 import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from itertools import zip_longest
 from pathlib import Path
 from typing import IO
@@ -20,6 +19,7 @@ from typing import IO
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from nmt.atomic import atomic_text
 from nmt.config import CleanConfig
 from nmt.errors import DataError
 from nmt.filters import PAIR_FILTERS, Normalizer, PairFilter
@@ -417,18 +417,3 @@ def _zip_aligned(src_in: str | Path, trg_in: str | Path) -> Iterator[tuple[str |
             trg_count = sum(1 for _ in open_text(trg_in))
             raise DataError(f"{src_in} has {src_count} lines but {trg_in} has {trg_count}")
         yield src, trg
-
-
-@contextmanager
-def atomic_text(path: str | Path) -> Iterator[IO[str]]:
-    """Open a temp file next to ``path`` for writing UTF-8 text; move it to ``path`` only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            yield f
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -19,7 +19,8 @@ from typing import IO
 from sacrebleu.dataset import DATASETS
 from sacrebleu.dataset.base import Dataset
 
-from nmt.cleaning import atomic_text, open_text
+from nmt.atomic import atomic_text
+from nmt.cleaning import open_text
 from nmt.config import CorpusConfig
 from nmt.download import download, hash_file
 from nmt.errors import ConfigError, DataError, DownloadError

@@ -1,12 +1,12 @@
 """Corpus-level BLEU, chrF and TER with sacrebleu, each with its signature."""
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from sacrebleu.metrics import BLEU, CHRF, TER
 
+from nmt.atomic import write_text
 from nmt.data import read_lines
 from nmt.errors import DataError
 
@@ -68,8 +68,5 @@ def write_scores(
         values = [s[key] for s in summaries]
         record[key] = values[0] if len(values) == 1 else round(sum(values) / len(values), 1)
     record["device"] = summaries[0]["device"]
-    out_path = Path(out_path)
-    tmp = out_path.with_name(f".{out_path.name}.tmp")
-    tmp.write_text(json.dumps(record, indent=2))
-    os.replace(tmp, out_path)
+    write_text(out_path, json.dumps(record, indent=2))
     return record

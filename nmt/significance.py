@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 from sacrebleu.significance import PairedTest
 
+from nmt.atomic import write_text
 from nmt.data import read_lines
 from nmt.errors import ConfigError, DataError
 from nmt.metrics import METRICS
@@ -112,10 +113,7 @@ def write_significance(records: list[dict[str, Any]], path: str | Path) -> None:
         text = json.dumps(records, indent=2) + "\n"
     else:
         text = pd.DataFrame.from_records(records, columns=FIELDS).to_csv(sep="\t", index=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, text)
 
 
 def read_significance(path: str | Path) -> list[dict[str, Any]]:

@@ -2,12 +2,12 @@
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from nmt.atomic import write_text
 from nmt.errors import ConfigError, DataError
 
 # Columns in the order readers expect them; any other keys of the records follow.
@@ -258,11 +258,11 @@ def write_wide(
     flat = df.copy()
     flat.columns = [" ".join(c) for c in df.columns]
     if csv_path is not None:
-        _write_atomic(Path(csv_path), flat.to_csv())
+        write_text(csv_path, flat.to_csv())
     markdown = flat.to_markdown(disable_numparse=True, colalign=["left"] + ["right"] * len(flat.columns))
     # A note starting with "*" would become a Markdown list item.
     markdown += "\n\n" + "".join(("\\" + n if n.startswith("*") else n) + "\n\n" for n in notes)
-    _write_atomic(Path(md_path), markdown.rstrip("\n") + "\n")
+    write_text(md_path, markdown.rstrip("\n") + "\n")
 
     tex = df.map(_latex_text)
     tex.index = [_latex_text(label) for label in df.index]
@@ -270,7 +270,7 @@ def write_wide(
     latex = tex.to_latex(escape=False, column_format="l" + "r" * len(df.columns), multicolumn_format="c")
     if notes:
         latex += "\\par\\smallskip\n{\\footnotesize\n" + "\\\\\n".join(_latex_text(n) for n in notes) + "\n}\n"
-    _write_atomic(Path(tex_path), latex)
+    write_text(tex_path, latex)
 
 
 # LaTeX specials, then the marks this module writes, in text mode.
@@ -288,15 +288,7 @@ def _latex_text(text: str) -> str:
 
 def write_tables(df: pd.DataFrame, csv_path: str | Path, md_path: str | Path | None = None) -> None:
     """Write the full table as CSV and, optionally, the readable columns (no signatures) as Markdown, atomically."""
-    _write_atomic(Path(csv_path), df.to_csv(index=False))
+    write_text(csv_path, df.to_csv(index=False))
     if md_path is not None:
         readable = df[[c for c in df.columns if not c.endswith("_signature")]]
-        _write_atomic(Path(md_path), readable.to_markdown(index=False) + "\n")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write beside the target and rename, so that readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+        write_text(md_path, readable.to_markdown(index=False) + "\n")

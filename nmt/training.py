@@ -15,6 +15,7 @@ from typing import Any
 import sacrebleu
 import torch
 
+from nmt.atomic import write_text
 from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
@@ -363,12 +364,12 @@ def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, de
         "valid": best_entry,
         "config": model.spec["config"],
     }
-    _write_atomic(
+    write_text(
         model_dir / "valid.tsv",
         "step\tloss\tppl\tbleu\n"
         + "".join(f"{h['step']}\t{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\n" for h in history),
     )
-    _write_atomic(
+    write_text(
         model_dir / "train.tsv",
         "step\tepoch\tloss\tlr\ttokens_per_second\n"
         + "".join(
@@ -376,12 +377,6 @@ def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, de
             for h in train_log
         ),
     )
-    _write_atomic(model_dir / "summary.json", json.dumps(summary, indent=2))
+    write_text(model_dir / "summary.json", json.dumps(summary, indent=2))
     log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
     return summary
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -1,12 +1,12 @@
 """Translate sentences or files with a trained model directory (test sets and back-translation alike)."""
 
 import logging
-import os
 from pathlib import Path
 
 import sentencepiece as spm
 import torch
 
+from nmt.atomic import write_text
 from nmt.checkpoint import load_checkpoint
 from nmt.config import DecodeConfig
 from nmt.data import EOS, pad, read_lines
@@ -111,9 +111,5 @@ def translate_file(
         len(lines), src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
     )  # fmt: skip
     hyps = translate_lines(model, src_sp, trg_sp, lines, config, dev)
-    hyp_path = Path(hyp_path)
-    hyp_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = hyp_path.with_name(f".{hyp_path.name}.tmp")
-    tmp.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-    os.replace(tmp, hyp_path)
+    write_text(hyp_path, "".join(h + "\n" for h in hyps))
     return len(hyps)
