@@ -46,13 +46,16 @@ def score(args: argparse.Namespace) -> None:
         print(f"{name}\t{value['score']:.2f}\t{value['signature']}")
 
 
+# The path arguments of nmt.training.train, each a required --option (train_src: --train-src).
+TRAIN_FILES = ("train_src", "train_trg", "dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
+
+
 def train(args: argparse.Namespace) -> None:
     from nmt.config import TrainConfig
     from nmt.training import train as train_model
 
-    files = ("train_src", "train_trg", "dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
     config = from_dict(TrainConfig, args.training, "--training")
-    train_model(args.model_options, config, **{name: getattr(args, name) for name in files})
+    train_model(args.model_options, config, **{name: getattr(args, name) for name in TRAIN_FILES})
 
 
 def json_mapping(text: str) -> dict:
@@ -92,8 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     p = commands.add_parser("train", help="train a model into a directory (data parallel under torchrun)")
     p.add_argument("--model-options", required=True, type=json_mapping, help='e.g. {"arch": "transformer"}')
     p.add_argument("--training", default={}, type=json_mapping, help="training keys as JSON (config.yaml's training)")
-    for name in ("train-src", "train-trg", "dev-src", "dev-ref", "src-spm", "trg-spm", "model-dir"):
-        p.add_argument(f"--{name}", required=True)
+    for name in TRAIN_FILES:
+        p.add_argument(f"--{name.replace('_', '-')}", required=True)
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=train)
     args = parser.parse_args(argv)
