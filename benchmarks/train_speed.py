@@ -37,7 +37,9 @@ def unpack(mirror: Path, name: str, work: Path) -> Path:
 
 def measure_training(model, data, config: TrainConfig, steps: int, device) -> list[float]:
     """Tokens/s of each update after two warm-up updates."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, betas=config.adam_betas, eps=config.adam_eps)
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=config.lr, betas=config.adam_betas, eps=config.adam_eps, fused=True
+    )
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
     batches = token_batches(data.src.lengths, data.trg.lengths, config.batch_tokens, config.seed, 1)
     rates = []

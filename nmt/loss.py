@@ -1,6 +1,11 @@
 """Label-smoothed cross-entropy (Szegedy et al. 2016; used by Vaswani et al. 2017, section 5.4).
 
-Legend: B batch, T target length, V vocabulary.
+The gradient with respect to the logits has the closed form ``softmax - (1 - eps) * onehot - eps / V``,
+so the backward pass is written out instead of chaining autograd through log_softmax, gather and
+mean: three passes over the (tokens x vocabulary) matrix instead of about eight, which is a tenth of
+a small Transformer's training step on a CPU.
+
+Legend: B batch, T target length, V vocabulary, N = B*T.
 """
 
 import torch
@@ -8,6 +13,33 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmt.data import PAD
+
+
+class _SmoothedNll(torch.autograd.Function):
+    """Summed label-smoothed loss and plain NLL of ``logits`` (N, V) against ``target`` (N,), PAD ignored."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, target: torch.Tensor, smoothing: float) -> tuple[torch.Tensor, torch.Tensor]:
+        lprobs = F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)  # (N, V)
+        keep = target != PAD
+        nll_tok = -lprobs.gather(1, target[:, None])[:, 0]  # (N,)
+        smooth_tok = -lprobs.mean(dim=-1)
+        loss = ((1.0 - smoothing) * nll_tok + smoothing * smooth_tok).masked_fill(~keep, 0.0).sum()
+        nll = nll_tok.masked_fill(~keep, 0.0).sum()
+        ctx.save_for_backward(lprobs, target, keep)
+        ctx.smoothing, ctx.logits_dtype = smoothing, logits.dtype
+        ctx.mark_non_differentiable(nll)
+        return loss, nll
+
+    @staticmethod
+    def backward(ctx, grad_loss: torch.Tensor, _grad_nll: torch.Tensor):
+        lprobs, target, keep = ctx.saved_tensors
+        eps, V = ctx.smoothing, lprobs.size(-1)
+        grad = lprobs.exp()  # softmax
+        grad.sub_(eps / V)
+        grad.scatter_add_(1, target[:, None], grad.new_full((target.size(0), 1), -(1.0 - eps)))
+        grad.mul_((keep.to(grad.dtype) * grad_loss)[:, None])
+        return grad.to(ctx.logits_dtype), None, None
 
 
 class LabelSmoothedCrossEntropy(nn.Module):
@@ -21,11 +53,6 @@ class LabelSmoothedCrossEntropy(nn.Module):
         """Loss of ``logits`` (B, T, V) against ``trg_out`` (B, T).
 
         :return: the smoothed loss summed over tokens (for the gradient) and the plain negative
-            log-likelihood summed over tokens (for perplexity), both scalars in float32
+            log-likelihood summed over tokens (for perplexity, no gradient), both scalars in float32
         """
-        lprobs = F.log_softmax(logits.float(), dim=-1).view(-1, logits.size(-1))  # (B*T, V)
-        target = trg_out.reshape(-1)
-        keep = target != PAD
-        nll = -lprobs.gather(1, target[:, None])[:, 0].masked_fill(~keep, 0.0).sum()
-        smooth = -lprobs.mean(dim=-1).masked_fill(~keep, 0.0).sum()
-        return (1.0 - self.smoothing) * nll + self.smoothing * smooth, nll.detach()
+        return _SmoothedNll.apply(logits.reshape(-1, logits.size(-1)), trg_out.reshape(-1), self.smoothing)

@@ -172,6 +172,7 @@ def _train(
         betas=config.adam_betas,
         eps=config.adam_eps,
         weight_decay=config.weight_decay,
+        fused=True,  # one kernel for all parameters; the per-tensor loop was a tenth of a CPU step
     )
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
     progress = {

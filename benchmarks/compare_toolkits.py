@@ -1,0 +1,273 @@
+"""Training and decoding speed of our pipeline against Joey NMT 2.3.0 and OpenNMT-py 3.5.1; prints tables.
+
+    python benchmarks/compare_toolkits.py --mirror ../shared/data/mirror --updates 1000 --repeats 3 \
+        --budget-minutes 10
+
+Every system trains the same Transformer (2+2 layers, d_model 128, 4 heads, FFN 512, dropout 0.1,
+label smoothing 0.1, Adam with 500 warm-up updates then inverse square root, about 1,024 tokens
+per batch, see ``toolkits/task.py``) on the same sentencepiece pieces of Multi30k en->de (or of a
+tiny synthetic task, ``--task synthetic``), on the CPU with the same number of threads. The peers
+are installed into their own virtual environments under ``--work`` the first time (torch pinned
+to 2.13.0). The systems run one after the other, in a rotated order in each repeat, and the
+harness itself measures every process: wall time and peak RSS.
+
+Figures per system (medians over the repeats):
+
+- train tok/s: target tokens (EOS included, padding excluded) per second of training updates,
+  validation excluded, read from each toolkit's own log and converted to that definition;
+- train wall: seconds of the whole ``train`` process for ``--updates`` updates (start-up, data
+  loading, one validation at the end and the checkpoint included);
+- beam/greedy decode: seconds of the whole ``translate`` process for the test set (1,000 sentences
+  of test_2016_flickr), batches of 64 sentences, beam 5 with length penalty alpha 1;
+- BLEU (sacreBLEU, detokenized) of the beam-5 output after ``--updates`` updates, and after the
+  same wall-clock budget: each system trains for as many updates as fit in ``--budget-minutes``
+  at its own measured seconds per update.
+
+Raw measurements go to ``<work>/results-<task>.json``. Ratios are ours/peer (above 1: ours is faster).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import sacrebleu
+from toolkits.command import CommandFailed, Toolkit, run_measured
+from toolkits.joeynmt import JoeyNMT
+from toolkits.opennmt import OpenNMT
+from toolkits.ours import Ours
+from toolkits.task import Setup, Task, prepare_multi30k, prepare_synthetic
+
+PARAMETERS_FP32_FLOPS = 6  # forward + backward FLOPs per parameter and target token
+
+
+@dataclass
+class Run:
+    """One training run and the decoding of the test set with its model."""
+
+    system: str
+    repeat: int
+    updates: int
+    train_seconds: float
+    train_rss_mb: float
+    train_tokens: int
+    update_seconds: float
+    beam_seconds: float
+    greedy_seconds: float | None
+    decode_rss_mb: float
+    bleu: float
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.train_tokens / self.update_seconds
+
+
+def bleu(task: Task, hyps: list[str]) -> float:
+    refs = task.lines("test", "trg")
+    if len(hyps) != len(refs):
+        raise CommandFailed(f"{len(hyps)} hypotheses for {len(refs)} test sentences")
+    return sacrebleu.corpus_bleu(hyps, [refs]).score
+
+
+def train_and_decode(
+    toolkit: Toolkit, task: Task, setup: Setup, updates: int, run_dir: Path, repeat: int, greedy: bool
+) -> Run:
+    """Train ``toolkit`` for ``updates`` updates in a fresh ``run_dir``, then decode the test set."""
+    if run_dir.exists():
+        raise SystemExit(f"error: {run_dir} exists; remove it or pick another --work")
+    run_dir.mkdir(parents=True)
+    print(f"  {toolkit.name}: training {updates} updates in {run_dir}", flush=True)
+    trained = run_measured(toolkit.train(task, setup, updates, run_dir), run_dir / "train.stdout.log")
+    tokens, update_seconds = toolkit.throughput(run_dir)
+    print(f"  {toolkit.name}: {trained.seconds:.0f} s, {tokens / update_seconds:.0f} tok/s; decoding", flush=True)
+    beam = run_measured(
+        toolkit.translate(task, setup, run_dir, setup.beam_size, run_dir / "test.beam.out"),
+        run_dir / "translate.beam.log",
+    )
+    score = bleu(task, toolkit.hypotheses(task, run_dir / "test.beam.out"))
+    greedy_seconds = None
+    if greedy:
+        greedy_seconds = run_measured(
+            toolkit.translate(task, setup, run_dir, 1, run_dir / "test.greedy.out"), run_dir / "translate.greedy.log"
+        ).seconds
+        bleu(task, toolkit.hypotheses(task, run_dir / "test.greedy.out"))  # checks the line count
+    return Run(
+        toolkit.name,
+        repeat,
+        updates,
+        trained.seconds,
+        trained.peak_rss_mb,
+        tokens,
+        update_seconds,
+        beam.seconds,
+        greedy_seconds,
+        beam.peak_rss_mb,
+        score,
+    )
+
+
+def median(runs: list[Run], key) -> float:
+    return statistics.median(key(r) for r in runs)
+
+
+def print_tables(
+    runs: list[Run],
+    budget_runs: list[Run],
+    systems: list[str],
+    updates: int,
+    peak_gflops: float,
+    parameters: int | None,
+) -> None:
+    by_system = {s: [r for r in runs if r.system == s] for s in systems}
+    budget = {r.system: r for r in budget_runs}
+    print(f"\nMedians of {len(by_system[systems[0]])} repeat(s); {updates} updates; decode: test set, batch 64.\n")
+    header = [
+        "system",
+        "train tok/s",
+        f"train wall s ({updates} upd)",
+        "train peak RSS MiB",
+        "beam5 decode s",
+        "greedy decode s",
+        "decode peak RSS MiB",
+        f"BLEU @{updates} upd",
+    ]
+    if budget:
+        header += ["updates in budget", "wall s", "BLEU @budget"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+    for system, rs in by_system.items():
+        greedy = [r.greedy_seconds for r in rs if r.greedy_seconds is not None]
+        cells = [
+            system,
+            f"{median(rs, lambda r: r.tokens_per_second):.0f}",
+            f"{median(rs, lambda r: r.train_seconds):.1f}",
+            f"{median(rs, lambda r: r.train_rss_mb):.0f}",
+            f"{median(rs, lambda r: r.beam_seconds):.1f}",
+            f"{statistics.median(greedy):.1f}" if greedy else "-",
+            f"{median(rs, lambda r: r.decode_rss_mb):.0f}",
+            f"{median(rs, lambda r: r.bleu):.2f}",
+        ]
+        if budget:
+            b = budget.get(system)
+            cells += [str(b.updates), f"{b.train_seconds:.0f}", f"{b.bleu:.2f}"] if b else ["-"] * 3
+        print("| " + " | ".join(cells) + " |")
+    if "ours" not in by_system:
+        return
+    ours = by_system["ours"]
+    if parameters:
+        rate = median(ours, lambda r: r.tokens_per_second)
+        share = PARAMETERS_FP32_FLOPS * parameters * rate / 1e9 / peak_gflops
+        print(
+            f"\nours: {parameters:,} parameters; {rate:.0f} tok/s x 6 x parameters = "
+            f"{share * peak_gflops:.1f} GFLOP/s, {100 * share:.0f}% of the {peak_gflops:.0f} GFLOP/s fp32 peak"
+        )
+    peers = [s for s in systems if s != "ours"]
+    if not peers:
+        return
+    print("\nRatios ours/peer, median over repeats of the ratio within a repeat (above 1: ours is better).\n")
+    print(
+        "| peer | train tok/s | train wall | beam5 decode speed | greedy decode speed | BLEU @updates (diff) "
+        "| BLEU @budget (diff) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for peer in peers:
+        pairs = list(zip(ours, by_system[peer], strict=False))
+
+        def ratio(key, pairs=pairs) -> str:
+            values = [key(o, p) for o, p in pairs if key(o, p) is not None]
+            return f"{statistics.median(values):.2f}x" if values else "-"
+
+        budget_diff = f"{budget['ours'].bleu - budget[peer].bleu:+.2f}" if "ours" in budget and peer in budget else "-"
+        print(
+            "| "
+            + " | ".join(
+                [
+                    peer,
+                    ratio(lambda o, p: o.tokens_per_second / p.tokens_per_second),
+                    ratio(lambda o, p: p.train_seconds / o.train_seconds),
+                    ratio(lambda o, p: p.beam_seconds / o.beam_seconds),
+                    ratio(
+                        lambda o, p: (
+                            p.greedy_seconds / o.greedy_seconds if o.greedy_seconds and p.greedy_seconds else None
+                        )
+                    ),
+                    f"{median(ours, lambda r: r.bleu) - median(by_system[peer], lambda r: r.bleu):+.2f}",
+                    budget_diff,
+                ]
+            )
+            + " |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", default="multi30k", choices=["multi30k", "synthetic"])
+    parser.add_argument("--mirror", type=Path, help="wget -x mirror of the corpora (default: download)")
+    parser.add_argument("--work", type=Path, default=Path("benchmarks/work"), help="venvs, data and runs")
+    parser.add_argument(
+        "--systems", nargs="+", default=["ours", "joeynmt", "opennmt"], choices=["ours", "joeynmt", "opennmt"]
+    )
+    parser.add_argument("--updates", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--budget-minutes", type=float, default=0.0, help="also compare BLEU at this wall clock")
+    parser.add_argument("--no-greedy", action="store_true", help="skip the greedy decoding")
+    parser.add_argument("--bf16", default="off", choices=["off", "on"], help="ours: bf16 autocast on the CPU")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--peak-gflops", type=float, default=200.0, help="the machine's fp32 GEMM peak")
+    parser.add_argument("--name", default="", help="a label for the run directories (default: a counter)")
+    args = parser.parse_args()
+
+    work = args.work.resolve()
+    setup = Setup(threads=args.threads)
+    task = (
+        prepare_synthetic(work / "data") if args.task == "synthetic" else prepare_multi30k(work / "data", args.mirror)
+    )
+    toolkits: dict[str, Toolkit] = {"ours": Ours(args.bf16), "joeynmt": JoeyNMT(), "opennmt": OpenNMT()}
+    systems = [s for s in toolkits if s in args.systems]
+    for system in systems:
+        toolkits[system].install(work / "venvs")
+    runs_root = work / "runs" / task.name
+    name = args.name or str(sum(1 for _ in runs_root.glob("*")) + 1 if runs_root.exists() else 1)
+    runs_root = runs_root / name
+    print(f"{task.name}: runs in {runs_root}", flush=True)
+
+    runs = []
+    for repeat in range(args.repeats):
+        order = systems[repeat % len(systems) :] + systems[: repeat % len(systems)]
+        print(f"repeat {repeat + 1}/{args.repeats}: {' '.join(order)}", flush=True)
+        for system in order:
+            run_dir = runs_root / f"{system}-u{args.updates}-r{repeat + 1}"
+            runs.append(
+                train_and_decode(
+                    toolkits[system], task, setup, args.updates, run_dir, repeat, greedy=not args.no_greedy
+                )
+            )
+    budget_runs = []
+    if args.budget_minutes > 0:
+        for system in systems:
+            per_update = median([r for r in runs if r.system == system], lambda r: r.train_seconds) / args.updates
+            updates = max(1, int(args.budget_minutes * 60 / per_update))
+            print(f"budget {args.budget_minutes} min: {system} gets {updates} updates", flush=True)
+            run_dir = runs_root / f"{system}-budget{args.budget_minutes:g}min"
+            budget_runs.append(train_and_decode(toolkits[system], task, setup, updates, run_dir, 0, greedy=False))
+    results = {"task": task.name, "setup": asdict(setup), "runs": [asdict(r) for r in runs + budget_runs]}
+    (runs_root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    parameters = _our_parameters(runs_root, runs)
+    print_tables(runs, budget_runs, systems, args.updates, args.peak_gflops, parameters)
+
+
+def _our_parameters(runs_root: Path, runs: list[Run]) -> int | None:
+    ours = [r for r in runs if r.system == "ours"]
+    if not ours:
+        return None
+    summary = runs_root / f"ours-u{ours[0].updates}-r1" / "model" / "summary.json"
+    return json.loads(summary.read_text(encoding="utf-8"))["parameters"]
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except CommandFailed as e:
+        sys.exit(f"error: {e}")

@@ -1,0 +1,92 @@
+"""What a toolkit adapter gives the harness: the commands to run, and how to read their results.
+
+Every adapter module (``ours``, ``joeynmt``, ``opennmt``) defines a class with the methods of
+:class:`Toolkit`. The harness runs the commands itself, so wall time and peak RSS are measured
+the same way for every toolkit (see :func:`run_measured`).
+"""
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from toolkits.task import Setup, Task
+
+
+@dataclass
+class Command:
+    """A process to run: ``argv`` with ``env`` added to the harness's environment.
+
+    ``stdin``/``stdout`` are files (None: no input; stdout goes to the log with stderr).
+    """
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    stdin: Path | None = None
+    stdout: Path | None = None
+    cwd: Path | None = None
+
+
+@dataclass
+class Measured:
+    seconds: float
+    peak_rss_mb: float
+
+
+class Toolkit(Protocol):
+    name: str
+
+    def install(self, venvs: Path) -> None:
+        """Create the toolkit's own virtual environment under ``venvs`` (once; later calls return at once)."""
+
+    def train(self, task: Task, setup: Setup, updates: int, run_dir: Path) -> Command:
+        """Train for exactly ``updates`` updates into ``run_dir`` (validating once, at the end)."""
+
+    def throughput(self, run_dir: Path) -> tuple[int, float]:
+        """Target tokens (EOS included, padding excluded) and seconds of training, validation excluded."""
+
+    def translate(self, task: Task, setup: Setup, run_dir: Path, beam_size: int, out: Path) -> Command:
+        """Translate the test source with the trained model; beam size 1 is greedy search."""
+
+    def hypotheses(self, task: Task, out: Path) -> list[str]:
+        """The detokenized hypotheses written by :meth:`translate`, one per test sentence."""
+
+
+class CommandFailed(RuntimeError):
+    pass
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The same thread settings for every toolkit (torch reads OMP_NUM_THREADS), and no GPU."""
+    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "CUDA_VISIBLE_DEVICES": ""}
+
+
+def run_measured(command: Command, log: Path) -> Measured:
+    """Run ``command`` and return its wall time and the peak RSS of its process.
+
+    :raises CommandFailed: with the end of ``log`` if the command exits non-zero
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **command.env}
+    stdin = open(command.stdin, "rb") if command.stdin else subprocess.DEVNULL
+    with open(log, "wb") as log_file:
+        stdout = open(command.stdout, "wb") if command.stdout else log_file
+        try:
+            tick = time.perf_counter()
+            process = subprocess.Popen(
+                command.argv, stdin=stdin, stdout=stdout, stderr=log_file, env=env, cwd=command.cwd
+            )
+            _, status, usage = os.wait4(process.pid, 0)
+            seconds = time.perf_counter() - tick
+            process.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            if command.stdout:
+                stdout.close()
+            if command.stdin:
+                stdin.close()
+    if process.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+        raise CommandFailed(f"{command.argv[0]} ... exited with {process.returncode}; {log}:\n" + "\n".join(tail))
+    return Measured(seconds, usage.ru_maxrss / 1024)

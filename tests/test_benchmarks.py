@@ -1,0 +1,63 @@
+"""The toolkit comparison harness (benchmarks/compare_toolkits.py) on its quick synthetic task, ours only.
+
+The peers need their own virtual environments (downloads), so only our system runs here; the
+harness's measurement, data preparation and tables are the same code for every system.
+No timing is asserted.
+"""
+
+import json
+import subprocess
+import sys
+
+from conftest import MIRROR, REPO
+
+
+def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
+    argv = [
+        sys.executable,
+        str(REPO / "benchmarks" / "compare_toolkits.py"),
+        "--task",
+        "synthetic",
+        "--systems",
+        "ours",
+        "--updates",
+        "12",
+        "--repeats",
+        "2",
+        "--work",
+        str(tmp_path),
+        "--name",
+        "t",
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    table = [line for line in out.stdout.splitlines() if line.startswith("| ours |")]
+    assert len(table) == 1
+    cells = [c.strip() for c in table[0].strip("|").split("|")]
+    assert float(cells[1]) > 0  # train tok/s
+    assert "% of the 200 GFLOP/s fp32 peak" in out.stdout
+    results = json.loads((tmp_path / "runs" / "synthetic" / "t" / "results.json").read_text())
+    runs = results["runs"]
+    assert [r["repeat"] for r in runs] == [0, 1] and {r["updates"] for r in runs} == {12}
+    for r in runs:
+        assert r["train_seconds"] > r["update_seconds"] > 0 and r["train_rss_mb"] > 50
+        assert r["beam_seconds"] > 0 and r["greedy_seconds"] > 0 and 0 <= r["bleu"] <= 100
+    # The tokens counted are the target tokens with EOS of the 12 updates' batches: at most 12 x 1,024.
+    assert 12 * 100 < runs[0]["train_tokens"] <= 12 * 1024
+    hyps = (tmp_path / "runs" / "synthetic" / "t" / "ours-u12-r1" / "test.beam.out").read_text().splitlines()
+    assert len(hyps) == 200
+
+
+def test_compare_toolkits_prepares_multi30k_from_the_mirror(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from toolkits.task import prepare_multi30k
+    finally:
+        sys.path.pop(0)
+    task = prepare_multi30k(tmp_path, MIRROR, vocab_size=1000, dev_sentences=20)
+    assert [len(task.lines(split, "src")) for split in ("train", "dev", "test")] == [29000, 20, 1000]
+    vocab = task.vocab.read_text(encoding="utf-8").splitlines()
+    assert len(vocab) == 996 and "<unk>" not in vocab  # the model's pieces without its four specials
+    pieces = task.pieces("test", "src").read_text(encoding="utf-8").splitlines()
+    assert set(" ".join(pieces).split()) <= set(vocab) | {"<unk>"}
+    assert task.decode_pieces(pieces[:3]) == task.lines("test", "src")[:3]
