@@ -7,7 +7,7 @@ CORES ?= all
 MIRROR ?=
 SNAKE_CONFIG := $(if $(MIRROR),--config mirror=$(abspath $(MIRROR)),)
 
-.PHONY: install run report test check format clean
+.PHONY: install run report test check format clean compare
 
 $(BIN)/snakemake: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ format: install
 # The HTML report of the last run: tables, learning curves, cleaning reports, runtimes.
 report: install
 	$(BIN)/snakemake --report results/report.html $(SNAKE_CONFIG)
+
+# Ours against Joey NMT 2.3.0 and OpenNMT-py 3.5.1 on Multi30k (installs them under benchmarks/work/venvs).
+compare: install
+	$(BIN)/python benchmarks/compare_toolkits.py $(if $(MIRROR),--mirror $(abspath $(MIRROR)),) --budget-minutes 10
 
 test: check
 	$(BIN)/pytest

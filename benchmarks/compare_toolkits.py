@@ -23,7 +23,8 @@ Figures per system (medians over the repeats):
   same wall-clock budget: each system trains for as many updates as fit in ``--budget-minutes``
   at its own measured seconds per update.
 
-Raw measurements go to ``<work>/results-<task>.json``. Ratios are ours/peer (above 1: ours is faster).
+Raw measurements go to ``<work>/runs/<task>/<name>/results.json``, next to every run's logs, configs and
+hypotheses. Ratios are ours/peer (above 1: ours is faster).
 """
 
 import argparse

@@ -7,8 +7,10 @@ the same way for every toolkit (see :func:`run_measured`).
 
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -90,3 +92,48 @@ def run_measured(command: Command, log: Path) -> Measured:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
         raise CommandFailed(f"{command.argv[0]} ... exited with {process.returncode}; {log}:\n" + "\n".join(tail))
     return Measured(seconds, usage.ru_maxrss / 1024)
+
+
+TORCH = "torch==2.13.0"
+
+
+def install_venv(venv: Path, probe: str, *installs: list[str]) -> None:
+    """Create (or complete) a virtual environment with our CPU torch and a peer toolkit; once.
+
+    torch goes in first and is held by a constraints file: a peer's bare (or old) torch requirement
+    would otherwise pull a CUDA build of several GB.
+
+    :param probe: Python code that runs without error once the environment is complete
+    :param installs: pip arguments of each further install, in order
+    """
+    python = venv / "bin" / "python"
+    marker = venv / ".installed"
+    if marker.exists():
+        return
+    if python.exists() and _succeeds([str(python), "-c", probe]):
+        marker.touch()
+        return
+    print(f"installing {' '.join(installs[0])} into {venv}", flush=True)
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, TORCH], check=True)
+    constraints = venv / "constraints.txt"
+    constraints.write_text(TORCH + "\n", encoding="utf-8")
+    for args in installs:
+        subprocess.run([*pip, "-c", str(constraints), *args], check=True)
+    marker.touch()
+
+
+def report_every(updates: int) -> int:
+    """About 20 training reports, the last one at the final update (so that no report interval spans validation)."""
+    return next(d for d in range(max(1, updates // 20), 0, -1) if updates % d == 0)
+
+
+def log_time(stamp: str) -> datetime:
+    """A log time stamp such as ``2026-11-22 07:32:15,315``."""
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
+
+
+def _succeeds(argv: list[str]) -> bool:
+    return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0

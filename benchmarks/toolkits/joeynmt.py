@@ -22,18 +22,14 @@ Known differences from our setup that no option removes:
 """
 
 import re
-import subprocess
-import sys
-from datetime import datetime
 from pathlib import Path
 
 import torch
 import yaml
-from toolkits.command import Command, thread_env
+from toolkits.command import Command, install_venv, log_time, report_every, thread_env
 from toolkits.task import Setup, Task
 
 VERSION = "2.3.0"
-TORCH = "torch==2.13.0"
 
 # ``prediction.py`` (``prepare``) seeds torch only after building and initialising the model, so Joey's
 # ``random_seed`` leaves the initial weights to torch's random default seed. Seed first, then run Joey's
@@ -53,23 +49,10 @@ class JoeyNMT:
     def install(self, venvs: Path) -> None:
         """Create ``venvs/joeynmt`` with Joey NMT on the CPU build of torch (once)."""
         self.venv = venvs / self.name
-        python = self.venv / "bin" / "python"
-        marker = self.venv / ".installed"
-        if marker.exists():
-            return
-        if python.exists() and _succeeds([str(python), "-c", "import joeynmt.training, joeynmt.prediction"]):
-            marker.touch()
-            return
-        print(f"installing Joey NMT {VERSION} into {self.venv}", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(self.venv)], check=True)
-        pip = [str(python), "-m", "pip", "install", "--quiet"]
-        # Joey requires a bare torch>=1.12, which would pull the CUDA build: install the CPU wheel first and
-        # hold it there. ``joeynmt/helpers.py`` imports importlib_metadata without declaring it.
-        subprocess.run([*pip, TORCH], check=True)
-        constraints = self.venv / "constraints.txt"
-        constraints.write_text(TORCH + "\n", encoding="utf-8")
-        subprocess.run([*pip, "-c", str(constraints), f"joeynmt=={VERSION}", "importlib_metadata"], check=True)
-        marker.touch()
+        # ``joeynmt/helpers.py`` imports importlib_metadata without declaring it.
+        install_venv(
+            self.venv, "import joeynmt.training, joeynmt.prediction", [f"joeynmt=={VERSION}", "importlib_metadata"]
+        )
 
     def train(self, task: Task, setup: Setup, updates: int, run_dir: Path) -> Command:
         """Write ``config.yaml`` (and links to the piece files) into ``run_dir``; return the training command."""
@@ -134,7 +117,7 @@ class JoeyNMT:
                 "epochs": updates,  # the default 3 would end training first; an epoch has at least one update
                 "validation_freq": updates,
                 # ``config.py``: logging_freq must divide validation_freq.
-                "logging_freq": _logging_freq(updates),
+                "logging_freq": report_every(updates),
                 "early_stopping_metric": "ppl",
                 "keep_best_ckpts": 1,
                 "print_valid_sents": [],
@@ -173,7 +156,7 @@ class JoeyNMT:
         end = re.search(LOG_TIME + rf"Epoch\s+\d+, Step:\s+{stats['steps']},", log, re.MULTILINE)
         if start is None or end is None:
             raise ValueError(f"no training reports in {model_dir / 'train.log'}")
-        seconds = (_log_time(end.group(1)) - _log_time(start.group(1))).total_seconds()
+        seconds = (log_time(end.group(1)) - log_time(start.group(1))).total_seconds()
         return stats["total_tokens"], seconds
 
     def translate(self, task: Task, setup: Setup, run_dir: Path, beam_size: int, out: Path) -> Command:
@@ -242,16 +225,3 @@ def _testing(task: Task, setup: Setup, split: str, beam_size: int) -> dict:
         # longest source, 1.5 * its length, without the + 10.)
         "max_output_length": int(1.5 * (longest + 1) + 10),
     }
-
-
-def _logging_freq(updates: int) -> int:
-    """About 20 reports, the last one at the final update (so that no report interval spans validation)."""
-    return next(d for d in range(max(1, updates // 20), 0, -1) if updates % d == 0)
-
-
-def _log_time(stamp: str) -> datetime:
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
-
-
-def _succeeds(argv: list[str]) -> bool:
-    return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0

@@ -16,17 +16,13 @@ Known differences from our model that no option removes:
 """
 
 import re
-import subprocess
-import sys
-from datetime import datetime
 from pathlib import Path
 
 import yaml
-from toolkits.command import Command, thread_env
+from toolkits.command import Command, install_venv, log_time, report_every, thread_env
 from toolkits.task import Setup, Task
 
 VERSION = "3.5.1"
-TORCH = "torch==2.13.0"
 # What ``onmt_train``/``onmt_translate`` import: configargparse, pyyaml and pyonmttok; sacrebleu (``scorers``);
 # and, as ``transforms/__init__.py`` imports every transform module, the unused ones' imports too: numpy,
 # rapidfuzz (fuzzymatch.py), pyahocorasick (inlinetags.py, terminology.py), spacy (terminology.py),
@@ -55,27 +51,14 @@ class OpenNMT:
     def install(self, venvs: Path) -> None:
         """Create (or complete) ``venvs/opennmt``: OpenNMT-py on our CPU torch; later calls return at once."""
         self.venv = venvs / self.name
-        python = self.venv / "bin" / "python"
-        marker = self.venv / ".installed"
-        if marker.exists():
-            return
-        if python.exists() and _succeeds([str(python), "-c", "import onmt.bin.train, onmt.bin.translate"]):
-            marker.touch()
-            return
-        print(f"installing OpenNMT-py {VERSION} into {self.venv}", flush=True)
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(self.venv)], check=True)
-        pip = [str(python), "-m", "pip", "install", "--quiet"]
-        # Our torch first: a bare torch requirement would pull the CUDA build (GBs); ours resolves to the
-        # local CPU wheel.
-        subprocess.run([*pip, TORCH], check=True)
         # OpenNMT-py 3.5.1 requires torch<2.3 (and ctranslate2, spacy, ...): install it without dependencies
-        # and add what it imports, with torch held at our version.
-        subprocess.run([*pip, "--no-deps", f"OpenNMT-py=={VERSION}"], check=True)
-        constraints = self.venv / "constraints.txt"
-        constraints.write_text(TORCH + "\n", encoding="utf-8")
-        subprocess.run([*pip, "-c", str(constraints), *RUNTIME_DEPS], check=True)
-        marker.touch()
+        # and add what it imports.
+        install_venv(
+            self.venv,
+            "import onmt.bin.train, onmt.bin.translate",
+            ["--no-deps", f"OpenNMT-py=={VERSION}"],
+            RUNTIME_DEPS,
+        )
 
     def train(self, task: Task, setup: Setup, updates: int, run_dir: Path) -> Command:
         """Write ``config.yaml`` into ``run_dir``; return the ``onmt_train`` command (its log goes to TRAIN_LOG)."""
@@ -168,7 +151,7 @@ class OpenNMT:
             "train_steps": updates,
             "valid_steps": updates,
             "save_checkpoint_steps": updates,
-            "report_every": _report_every(updates),
+            "report_every": report_every(updates),
         }
         config_path = run_dir / "config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -184,7 +167,7 @@ class OpenNMT:
         interval) are the target tokens the loss counts: EOS included, BOS and padding excluded
         (``utils/loss.py``, ``_stats``). The seconds are taken from the log's millisecond time stamps
         (the reports' own ``sec`` is whole seconds); they include building the batches of each epoch's
-        bucket. The last report is at the final update (``_report_every``); validation and saving
+        bucket. The last report is at the final update (``report_every``); validation and saving
         the checkpoint come after it (``trainer.py``, ``train``).
         """
         log = (run_dir / TRAIN_LOG).read_text(encoding="utf-8")
@@ -196,7 +179,7 @@ class OpenNMT:
         for _, step, per_batch in reports:
             tokens += int(per_batch) * (int(step) - last)  # one batch per update (accum_count 1)
             last = int(step)
-        return tokens, (_time(reports[-1][0]) - _time(start.group(1))).total_seconds()
+        return tokens, (log_time(reports[-1][0]) - log_time(start.group(1))).total_seconds()
 
     def translate(self, task: Task, setup: Setup, run_dir: Path, beam_size: int, out: Path) -> Command:
         """``onmt_translate`` with the final checkpoint on the test source pieces; pieces go to ``out``."""
@@ -240,18 +223,9 @@ def _env(setup: Setup) -> dict[str, str]:
     return {**thread_env(setup.threads), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
 
 
-def _report_every(updates: int) -> int:
-    """About 20 reports, the last one at the final update (so that no report interval spans validation)."""
-    return next(d for d in range(max(1, updates // 20), 0, -1) if updates % d == 0)
-
-
 def _count_lines(path: Path) -> int:
     with open(path, "rb") as f:
         return sum(1 for _ in f)
-
-
-def _time(stamp: str) -> datetime:
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
 
 
 def _final_checkpoint(run_dir: Path) -> Path:
@@ -260,7 +234,3 @@ def _final_checkpoint(run_dir: Path) -> Path:
     if not checkpoints:
         raise FileNotFoundError(f"no checkpoint in {run_dir}")
     return checkpoints[-1]
-
-
-def _succeeds(argv: list[str]) -> bool:
-    return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
