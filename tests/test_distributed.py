@@ -75,7 +75,9 @@ def test_two_processes_equal_one(toy_corpus, toy_spm, tmp_path, model):
     assert len(b["rng"]) == 2  # the random state of each process, for an exact resume
     for name, tensor in a["model"].items():
         keep = without_key_bias(name, tensor)
-        torch.testing.assert_close(b["model"][name][keep], tensor[keep], rtol=1e-5, atol=1e-6, msg=name)
+        # Summation-order noise of the two processes' gradients, after 12 Adam updates: up to about 1.3e-6
+        # (fused Adam); a wrong share or normalisation moves parameters by about lr (1e-4 and more).
+        torch.testing.assert_close(b["model"][name][keep], tensor[keep], rtol=1e-5, atol=3e-6, msg=name)
     summary = json.loads((two / "summary.json").read_text())
     assert summary["processes"] == 2 and summary["steps"] == 12
     assert [h["step"] for h in b["history"]] == [6, 12]
