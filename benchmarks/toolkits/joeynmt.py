@@ -180,13 +180,9 @@ class JoeyNMT:
     def hypotheses(self, task: Task, out: Path) -> list[str]:
         """The hypotheses in ``out`` decoded from pieces to text.
 
-        Joey skips blank input lines (``prediction.py``, ``translate``), hence the check.
+        Joey skips blank input lines (``prediction.py``, ``translate``), hence the check in ``read_hypotheses``.
         """
-        lines = out.read_text(encoding="utf-8").splitlines()
-        expected = len(task.lines("test", "src"))
-        if len(lines) != expected:
-            raise ValueError(f"{out} has {len(lines)} hypotheses for {expected} test sentences")
-        return task.decode_pieces(lines)
+        return task.read_hypotheses(out)
 
     def _python(self) -> str:
         if self.venv is None:

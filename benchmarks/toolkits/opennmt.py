@@ -205,11 +205,7 @@ class OpenNMT:
 
     def hypotheses(self, task: Task, out: Path) -> list[str]:
         """The hypotheses in ``out`` decoded from pieces to text."""
-        lines = out.read_text(encoding="utf-8").splitlines()
-        expected = len(task.lines("test", "src"))
-        if len(lines) != expected:
-            raise ValueError(f"{out} has {len(lines)} hypotheses for {expected} test sentences")
-        return task.decode_pieces(lines)
+        return task.read_hypotheses(out)
 
     def _bin(self, script: str) -> str:
         if self.venv is None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from nmt.atomic import write_text
 from nmt.config import SubwordConfig
 from nmt.download import download
 from nmt.subword import load_subword, train_subword
@@ -84,6 +85,14 @@ class Task:
         sp = spm.SentencePieceProcessor(model_file=str(self.spm_model))
         return [sp.decode_pieces(line.split()) for line in lines]
 
+    def read_hypotheses(self, out: Path) -> list[str]:
+        """A peer's test output in pieces, one line per test sentence, as text."""
+        lines = out.read_text(encoding="utf-8").splitlines()
+        expected = len(self.lines("test", "src"))
+        if len(lines) != expected:
+            raise ValueError(f"{out} has {len(lines)} hypotheses for {expected} test sentences")
+        return self.decode_pieces(lines)
+
 
 def prepare_multi30k(work: Path, mirror: Path | None, vocab_size: int = 8000, dev_sentences: int = 100) -> Task:
     """Multi30k en->de (train, the first ``dev_sentences`` of val, test_2016_flickr) through nmt's download code.
@@ -146,7 +155,4 @@ def _prepare_subwords(task: Task, vocab_size: int) -> None:
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    tmp.replace(path)
+    write_text(path, "".join(line + "\n" for line in lines))
