@@ -4,6 +4,9 @@ One update always consumes the same global batches, whatever the number of proce
 process takes every ``size``-th sentence of a batch, and the gradients are summed across
 processes (DistributedDataParallel). So a run with 2 processes ends where a run with 1 process
 ends, to floating-point tolerance, and a resumed run may use another number of processes.
+
+A job on several nodes runs one torchrun agent per node; the agents meet at a c10d rendezvous on
+the first node (under SLURM: the first host of the allocation) and start the processes of their node.
 """
 
 import dataclasses
@@ -14,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,36 +116,113 @@ def shard(indices: np.ndarray, world: World) -> np.ndarray:
     return indices[world.rank :: world.size]
 
 
-def torchrun_command(processes: int, args: list[str]) -> list[str]:
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the torchrun agents of a job on several nodes meet (c10d): ``nodes`` agents at ``endpoint``.
+
+    :param endpoint: ``HOST:PORT`` of the first node, where the agents' key-value store listens
+    :param job_id: the same on every node, different for jobs that share an endpoint
+    """
+
+    nodes: int
+    endpoint: str
+    job_id: str
+
+
+# torchrun's c10d default port; a job adds its SLURM job id modulo 1000, so jobs that share a first node differ.
+RDZV_PORT = 29400
+
+
+def slurm_rendezvous(nodes: int) -> Rendezvous:
+    """The rendezvous of a SLURM job on ``nodes`` nodes: at the first host of the allocation.
+
+    :raises TrainingError: outside a SLURM job, or in one with fewer nodes
+    """
+    nodelist, job_id = os.environ.get("SLURM_JOB_NODELIST"), os.environ.get("SLURM_JOB_ID")
+    if not nodelist or not job_id:
+        raise TrainingError(
+            f"training on {nodes} nodes: not in a SLURM job (no SLURM_JOB_NODELIST); give the rendezvous endpoint"
+        )
+    try:
+        out = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise TrainingError(f"training on {nodes} nodes: scontrol show hostnames {nodelist} failed ({e})") from e
+    hosts = out.stdout.split()
+    allocated = int(os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES") or len(hosts))
+    if min(allocated, len(hosts)) < nodes:
+        raise TrainingError(f"training on {nodes} nodes, but SLURM job {job_id} has {allocated} ({nodelist})")
+    return Rendezvous(nodes, f"{hosts[0]}:{RDZV_PORT + int(job_id) % 1000}", job_id)
+
+
+def torchrun_command(processes: int, args: list[str], rendezvous: Rendezvous | None = None) -> list[str]:
     """The command that trains with ``processes`` processes on this node: ``python -m nmt ARGS`` under torchrun.
 
-    ``--standalone`` picks a free port for the rendezvous, so several jobs may share a node.
+    Without ``rendezvous`` the job is this node alone, and ``--standalone`` picks a free port, so several
+    jobs may share a node; with it, this node's agent joins the others at the rendezvous.
     """
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={processes}",
-        "-m",
-        "nmt",
-        *args,
-    ]
+    launch = ["--standalone"]
+    if rendezvous is not None:
+        launch = [
+            f"--nnodes={rendezvous.nodes}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={rendezvous.endpoint}",
+            f"--rdzv-id={rendezvous.job_id}",
+        ]
+    return [sys.executable, "-m", "torch.distributed.run", *launch, f"--nproc-per-node={processes}", "-m", "nmt", *args]
+
+
+def srun_command(nodes: int, command: list[str]) -> list[str]:
+    """``command`` once on each of ``nodes`` nodes of this SLURM job.
+
+    The rule's own job step (Snakemake's ``srun -n1``) holds the first node's CPUs and GPUs: ``--overlap``
+    lets this step share them.
+    """
+    return ["srun", "--overlap", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+            *command]  # fmt: skip
+
+
+def processes_per_node(resources: Mapping[str, Any], nodes: int = 1) -> int:
+    """Training processes on each node from a job's resources: one per GPU, else ``processes`` (CPU).
+
+    ``gres: gpu:4`` (or ``gpu:a100:4``) counts the GPUs of each node; ``gpu: 4`` those of the whole job
+    (sbatch ``--gpus``), which SLURM may place unevenly, so a job on several nodes must use ``gres``.
+
+    :raises TrainingError: for ``gpu`` on several nodes, or an unreadable ``gres``
+    """
+    gres = str(resources.get("gres") or "")
+    gpus_per_node = 0
+    if gres.startswith("gpu"):
+        count = gres.split(":")[-1] if ":" in gres else "1"
+        if not count.isdigit():
+            raise TrainingError(f"resources.gres: cannot read a GPU count from {gres!r} (e.g. gpu:4, gpu:a100:4)")
+        gpus_per_node = int(count)
+    elif int(resources.get("gpu") or 0) > 0:
+        if nodes > 1:
+            raise TrainingError(f"resources: gpu counts GPUs per job; on {nodes} nodes ask per node, e.g. gres=gpu:4")
+        gpus_per_node = int(resources["gpu"])
+    return max(gpus_per_node, int(resources.get("processes") or 1))
 
 
 def launch_training(
     processes: int,
     model_options: dict[str, Any],
     config: TrainConfig,
-    files: dict[str, str | Path],
+    files: dict[str, str | Path | list[str | Path]],
     log_path: str | Path,
+    nodes: int = 1,
+    rendezvous: Rendezvous | None = None,
 ) -> None:
-    """Train with ``processes`` data-parallel processes on this node (``python -m nmt train`` under torchrun).
+    """Train with ``processes`` data-parallel processes per node (``python -m nmt train`` under torchrun).
 
-    On CPU the ``threads`` are split among the processes. SIGTERM (SLURM's warning before the time
-    limit) is passed on, so every process saves the checkpoint before the job ends.
+    On several nodes, without ``rendezvous`` this must run in a SLURM job: ``srun`` starts one torchrun
+    agent per node and they meet at the first node (:func:`slurm_rendezvous`). With ``rendezvous`` it
+    starts this node's agent only; run the same call on every node.
 
-    :param files: the path arguments of :func:`nmt.training.train` (``train_src`` ... ``model_dir``)
+    On CPU the ``threads`` are split among the processes of a node. SIGTERM (SLURM's warning before
+    the time limit) is passed on, so every process saves the checkpoint before the job ends.
+
+    :param files: the path arguments of :func:`nmt.training.train` as ``python -m nmt train`` options
+        (``train_data`` or the lists ``train_src`` and ``train_trg``, ``dev_src`` ... ``model_dir``)
     :param log_path: the log file all processes append to (rank 0 logs progress, the others warnings)
     :raises TrainingError: when a process fails, with its one-line error
     """
@@ -149,9 +230,15 @@ def launch_training(
     if config.threads > 0:
         training["threads"] = max(1, config.threads // processes)
     args = ["train", "--model-options", json.dumps(model_options), "--training", json.dumps(training)]
-    args += [f"--{name.replace('_', '-')}={path}" for name, path in files.items()]
+    for name, value in files.items():
+        option = f"--{name.replace('_', '-')}"
+        # Several files (training corpora) follow one option: f"{option}={value}" would make a list one string.
+        args += [option, *map(str, value)] if isinstance(value, (list, tuple)) else [f"{option}={value}"]
     args += [f"--log-file={log_path}"]  # not --log: torchrun would take it for its --log-dir
-    command = torchrun_command(processes, args)
+    if nodes > 1 and rendezvous is None:
+        command = srun_command(nodes, torchrun_command(processes, args, slurm_rendezvous(nodes)))
+    else:
+        command = torchrun_command(processes, args, rendezvous)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
     try:
@@ -164,4 +251,5 @@ def launch_training(
         errors = [line.removeprefix("error: ") for line in output.splitlines() if line.startswith("error: ")]
         causes = [line.strip() for line in output.splitlines() if line.strip().startswith(("exitcode", "traceback"))]
         reason = (errors or [f"{'; '.join(causes) or 'no error message'} (see {log_path})"])[0]
-        raise TrainingError(f"training with {processes} processes failed (exit status {proc.returncode}): {reason}")
+        where = f"{processes} processes" if nodes == 1 else f"{nodes} nodes x {processes} processes"
+        raise TrainingError(f"training with {where} failed (exit status {proc.returncode}): {reason}")

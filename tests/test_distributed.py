@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -10,11 +11,22 @@ import time
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config
+from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config, write_lines
 
+from nmt.binarize import binarize
 from nmt.checkpoint import load_checkpoint
-from nmt.distributed import World, launch_training, shard, torchrun_command
+from nmt.distributed import (
+    Rendezvous,
+    World,
+    launch_training,
+    processes_per_node,
+    shard,
+    slurm_rendezvous,
+    srun_command,
+    torchrun_command,
+)
 from nmt.errors import TrainingError
+from nmt.training import train
 
 NO_DROPOUT = {**TOY_MODEL, "dropout": 0.0}  # dropout masks differ per process; the rest must not
 
@@ -43,6 +55,18 @@ def without_key_bias(name: str, tensor: torch.Tensor) -> slice | torch.Tensor:
     return keep
 
 
+def assert_same_parameters(a: dict, b: dict) -> None:
+    """The parameters of two checkpoints, to the summation-order noise of data-parallel gradients.
+
+    After 12 Adam updates that noise is up to about 1.3e-6 (fused Adam); a wrong share or normalisation
+    moves parameters by about lr (1e-4 and more).
+    """
+    assert a["progress"]["step"] == b["progress"]["step"] and a["progress"]["tokens"] == b["progress"]["tokens"]
+    for name, tensor in a["model"].items():
+        keep = without_key_bias(name, tensor)
+        torch.testing.assert_close(b["model"][name][keep], tensor[keep], rtol=1e-5, atol=3e-6, msg=name)
+
+
 def test_shards_cover_the_batch_once():
     indices = np.arange(7) * 3
     shares = [shard(indices, World(rank=r, size=3)) for r in range(3)]
@@ -56,6 +80,99 @@ def test_torchrun_command_runs_the_nmt_cli():
     assert command[:3] == [sys.executable, "-m", "torch.distributed.run"]
     assert "--standalone" in command and "--nproc-per-node=4" in command
     assert command[-4:] == ["-m", "nmt", "train", "--log-file=x"]
+    command = torchrun_command(4, ["train"], Rendezvous(2, "node1:29417", "17"))
+    assert "--standalone" not in command and command[-3:] == ["-m", "nmt", "train"]
+    assert {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=node1:29417", "--rdzv-id=17"} < set(command)
+    assert srun_command(2, command)[:6] == [
+        "srun", "--overlap", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+    ]  # fmt: skip
+
+
+def test_slurm_rendezvous_is_the_first_host_of_the_allocation(monkeypatch):
+    """Outside SLURM a job on several nodes needs an explicit endpoint; under SLURM (when scontrol is here) the
+    first host of SLURM_JOB_NODELIST hosts it."""
+    for name in ("SLURM_JOB_NODELIST", "SLURM_JOB_ID"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(TrainingError) as excinfo:
+        slurm_rendezvous(2)
+    assert_one_line(excinfo, "training on 2 nodes", "SLURM_JOB_NODELIST")
+    scontrol = subprocess.run(["which", "scontrol"], capture_output=True).returncode == 0
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "localhost")
+    monkeypatch.setenv("SLURM_JOB_ID", "1234")
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "1")
+    with pytest.raises(TrainingError) as excinfo:
+        slurm_rendezvous(2)
+    assert_one_line(excinfo, "training on 2 nodes", "failed" if not scontrol else "has 1")
+
+
+def test_processes_per_node_from_the_rule_resources():
+    assert processes_per_node({}) == 1 and processes_per_node({"processes": 2}) == 2
+    assert processes_per_node({"gpu": 4}) == 4
+    assert processes_per_node({"gres": "gpu:4"}, nodes=2) == processes_per_node({"gres": "gpu:a100:4"}, 2) == 4
+    with pytest.raises(TrainingError, match="on 2 nodes ask per node, e.g. gres=gpu:4"):
+        processes_per_node({"gpu": 8}, nodes=2)
+
+
+def test_two_processes_on_two_corpora_equal_one(toy_corpus, toy_spm, tmp_path):
+    """Several training corpora (as every WMT preset has) reach every process as a list of files: two gloo
+    processes end with the parameters of one process on the same two corpora."""
+    overrides = dict(max_steps=12, accum_steps=2, valid_every=6, checkpoint_every=6, log_every=3, threads=2)
+    corpora = {}
+    for lang in ("en", "de"):
+        lines = toy_corpus[f"train.{lang}"].read_text().splitlines()
+        corpora[lang] = [
+            write_lines(tmp_path / f"{name}.{lang}", part) for name, part in (("a", lines[:200]), ("b", lines[200:]))
+        ]
+    paths = files(toy_corpus, toy_spm, tmp_path / "one")
+    del paths["train_src"], paths["train_trg"]
+    train(NO_DROPOUT, tiny_train_config(**overrides), (corpora["en"], corpora["de"]), **paths)
+    two = {**paths, "train_src": corpora["en"], "train_trg": corpora["de"], "model_dir": str(tmp_path / "two")}
+    launch_training(2, NO_DROPOUT, tiny_train_config(**overrides), two, tmp_path / "two.log")
+    a, b = load_checkpoint(tmp_path / "one/checkpoints/last.pt"), load_checkpoint(tmp_path / "two/checkpoints/last.pt")
+    assert b["progress"]["step"] == 12 and len(b["rng"]) == 2
+    assert_same_parameters(a, b)
+    assert json.loads((tmp_path / "two/train.json").read_text())["pairs"] == 600
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_nodes_equal_one_process(toy_corpus, toy_spm, tmp_path):
+    """Two torchrun agents ("nodes", 1 process each) meet at a c10d rendezvous on 127.0.0.1 and train on one
+    binarized training set; they end with the parameters of one process."""
+    overrides = dict(max_steps=12, accum_steps=2, valid_every=6, checkpoint_every=6, log_every=3, threads=1)
+    prefix = tmp_path / "data/train"
+    binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], prefix, max_length=128)
+    paths = files(toy_corpus, toy_spm, tmp_path / "one")
+    del paths["train_src"], paths["train_trg"]
+    train(NO_DROPOUT, tiny_train_config(**overrides), str(prefix), **paths)
+    two = {**paths, "train_data": str(prefix), "model_dir": str(tmp_path / "two")}
+    rendezvous = Rendezvous(2, f"127.0.0.1:{free_port()}", "test")
+    code = (
+        "import json, sys; from conftest import tiny_train_config; from nmt.distributed import Rendezvous, "
+        "launch_training; from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
+        "with entry_point(a['log']):\n"
+        "    launch_training(1, a['model'], tiny_train_config(**a['overrides']), a['files'], a['log'], 2, "
+        "Rendezvous(**a['rendezvous']))"
+    )
+    args = {"model": NO_DROPOUT, "overrides": overrides, "files": two, "rendezvous": rendezvous.__dict__}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
+    node2 = subprocess.Popen(
+        [sys.executable, "-c", code, json.dumps({**args, "log": str(tmp_path / "node2.log")})],
+        stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        launch_training(1, NO_DROPOUT, tiny_train_config(**overrides), two, tmp_path / "node1.log", 2, rendezvous)
+    finally:
+        _, err = node2.communicate(timeout=300)
+    assert node2.returncode == 0, err[-2000:]
+    a, b = load_checkpoint(tmp_path / "one/checkpoints/last.pt"), load_checkpoint(tmp_path / "two/checkpoints/last.pt")
+    assert b["progress"]["step"] == 12 and len(b["rng"]) == 2
+    assert_same_parameters(a, b)
+    assert json.loads((tmp_path / "two/summary.json").read_text())["processes"] == 2
 
 
 @pytest.mark.parametrize(
@@ -71,13 +188,8 @@ def test_two_processes_equal_one(toy_corpus, toy_spm, tmp_path, model):
     launch_training(2, model, tiny_train_config(**overrides), files(toy_corpus, toy_spm, two), log)
     a, b = load_checkpoint(one / "checkpoints/last.pt"), load_checkpoint(two / "checkpoints/last.pt")
     assert a["progress"]["step"] == b["progress"]["step"] == 12
-    assert a["progress"]["tokens"] == b["progress"]["tokens"]
     assert len(b["rng"]) == 2  # the random state of each process, for an exact resume
-    for name, tensor in a["model"].items():
-        keep = without_key_bias(name, tensor)
-        # Summation-order noise of the two processes' gradients, after 12 Adam updates: up to about 1.3e-6
-        # (fused Adam); a wrong share or normalisation moves parameters by about lr (1e-4 and more).
-        torch.testing.assert_close(b["model"][name][keep], tensor[keep], rtol=1e-5, atol=3e-6, msg=name)
+    assert_same_parameters(a, b)
     summary = json.loads((two / "summary.json").read_text())
     assert summary["processes"] == 2 and summary["steps"] == 12
     assert [h["step"] for h in b["history"]] == [6, 12]

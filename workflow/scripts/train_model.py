@@ -1,27 +1,27 @@
 """Rules train_model and train_reverse_model: train one model; re-running resumes from its last checkpoint.
 
-More than one GPU (resource ``gpu``) or CPU process (resource ``processes``) trains data parallel
-under torchrun.
+More than one GPU (resource ``gpu``, or ``gres: gpu:N`` per node), CPU process (resource ``processes``)
+or node (resource ``nodes``, in a SLURM job) trains data parallel under torchrun.
 """
 
 from pathlib import Path
 
-from nmt.distributed import launch_training
+from nmt.distributed import launch_training, processes_per_node
 from nmt.entry import entry_point
 from nmt.training import train
 
 files = {
-    "train_src": snakemake.input.src,
-    "train_trg": snakemake.input.trg,
+    "train_data": snakemake.params.train_data,
     "dev_src": snakemake.input.dev_src,
     "dev_ref": snakemake.input.dev_ref,
     "src_spm": snakemake.input.src_spm,
     "trg_spm": snakemake.input.trg_spm,
     "model_dir": str(Path(snakemake.output.model).parent),
 }
-processes = max(int(snakemake.resources.get("gpu", 0)), int(snakemake.resources.get("processes", 1)))
+nodes = int(snakemake.resources.get("nodes", 1))
 with entry_point(snakemake.log[0]):
-    if processes > 1:
-        launch_training(processes, snakemake.params.model, snakemake.params.training, files, snakemake.log[0])
+    processes = processes_per_node(snakemake.resources, nodes)
+    if processes > 1 or nodes > 1:
+        launch_training(processes, snakemake.params.model, snakemake.params.training, files, snakemake.log[0], nodes)
     else:
         train(snakemake.params.model, snakemake.params.training, **files)
