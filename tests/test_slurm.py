@@ -132,6 +132,7 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     # scoring, the tables and the plots are local rules.
     submitted = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/", out.stderr))
     assert sorted(submitted.values()) == [
+        "binarize_corpus",
         "clean_corpus",
         "prepare_eval_set",
         "prepare_eval_set",
