@@ -36,7 +36,8 @@ def test_default_config_dry_run(tmp_path):
     shutil.copy(REPO / "config.yaml", tmp_path / "config.yaml")
     out = snakemake("-n", "--config", f"mirror={MIRROR}", workdir=tmp_path)
     assert out.returncode == 0, out.stderr
-    for rule in ("download_corpus", "clean_corpus", "train_subword", "train_model", "translate_test", "collect_scores"):
+    rules = ("download_corpus", "clean_corpus", "train_subword", "binarize_corpus", "train_model", "translate_test")
+    for rule in (*rules, "collect_scores"):
         assert rule in out.stdout
     # The default includes back-translation (the jobs after the split checkpoint appear once it has run).
     for rule in ("clean_monolingual", "split_monolingual", "build_synthetic_corpus"):
@@ -232,6 +233,11 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     mono = json.loads((workdir / "results/en-de/data/mono/mono.report.json").read_text())
     assert mono["kept"] == 300 and mono["lines_in"] == 29000
     assert sorted(p.name for p in (bt / "parts").glob("*.de")) == ["0000.de", "0001.de", "0002.de"]
+    # Each training set encoded once: the parallel data both ways, each variant's mixture.
+    mixture = len((bt / "bt_sample_tagged/train.en").read_text().splitlines())
+    for stage, pairs in (("baseline", 400), ("reverse", 400), ("bt_sample_tagged", mixture)):
+        header = json.loads((workdir / f"results/en-de/data/bin/{stage}/train.json").read_text())
+        assert header["pairs"] + header["dropped_by_length"] == pairs and header["src"]["dtype"] == "uint16"
     assert (bt / "reverse/model.pt").exists() and (bt / "reverse/src.model").exists()
     assert json.loads((bt / "reverse/summary.json").read_text())["processes"] == 2
     for variant, upsample in (("bt_beam", 1), ("bt_sample_tagged", 2)):
