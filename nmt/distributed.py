@@ -191,11 +191,11 @@ def processes_per_node(resources: Mapping[str, Any], nodes: int = 1) -> int:
     """
     gres = str(resources.get("gres") or "")
     gpus_per_node = 0
-    if gres.startswith("gpu"):
-        count = gres.split(":")[-1] if ":" in gres else "1"
-        if not count.isdigit():
+    if gres.split(":")[0] == "gpu":
+        parts = gres.split(":")  # gpu, gpu:4, gpu:a100 (one), gpu:a100:4
+        if len(parts) > 3 or (len(parts) == 3 and not parts[2].isdigit()):
             raise TrainingError(f"resources.gres: cannot read a GPU count from {gres!r} (e.g. gpu:4, gpu:a100:4)")
-        gpus_per_node = int(count)
+        gpus_per_node = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
     elif int(resources.get("gpu") or 0) > 0:
         if nodes > 1:
             raise TrainingError(f"resources: gpu counts GPUs per job; on {nodes} nodes ask per node, e.g. gres=gpu:4")

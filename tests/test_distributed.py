@@ -109,6 +109,9 @@ def test_processes_per_node_from_the_rule_resources():
     assert processes_per_node({}) == 1 and processes_per_node({"processes": 2}) == 2
     assert processes_per_node({"gpu": 4}) == 4
     assert processes_per_node({"gres": "gpu:4"}, nodes=2) == processes_per_node({"gres": "gpu:a100:4"}, 2) == 4
+    assert processes_per_node({"gres": "gpu:a100"}) == processes_per_node({"gres": "gpu"}) == 1
+    with pytest.raises(TrainingError, match="cannot read a GPU count from 'gpu:a100:x'"):
+        processes_per_node({"gres": "gpu:a100:x"})
     with pytest.raises(TrainingError, match="on 2 nodes ask per node, e.g. gres=gpu:4"):
         processes_per_node({"gpu": 8}, nodes=2)
 
