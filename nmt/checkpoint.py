@@ -78,8 +78,10 @@ def average_state_dicts(paths: list[Path]) -> dict[str, torch.Tensor]:
     """
     if not paths:
         raise DataError("no checkpoints to average")
-    first = load_checkpoint(paths[0])["model"]
-    total = {name: t.to(torch.float32, copy=True) if t.is_floating_point() else t for name, t in first.items()}
+    total = load_checkpoint(paths[0])["model"]
+    dtypes = {name: t.dtype for name, t in total.items()}
+    # A copy per name: tied weights (shared embeddings) load as one storage, which must not be summed twice.
+    total = {name: t.to(torch.float32, copy=True) if t.is_floating_point() else t for name, t in total.items()}
     for path in paths[1:]:
         state = load_checkpoint(path)["model"]
         if state.keys() != total.keys():
@@ -89,4 +91,4 @@ def average_state_dicts(paths: list[Path]) -> dict[str, torch.Tensor]:
                 total[name] += tensor.float()
             elif not torch.equal(tensor, total[name]):
                 raise DataError(f"{path}: integer tensor {name} differs from that of {paths[0]}, cannot average")
-    return {name: (t / len(paths)).to(first[name].dtype) if t.is_floating_point() else t for name, t in total.items()}
+    return {name: (t / len(paths)).to(dtypes[name]) if t.is_floating_point() else t for name, t in total.items()}

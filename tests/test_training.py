@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import REPO, TOY_MODEL, run_training
 
-from nmt.checkpoint import list_snapshots, load_checkpoint
+from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.errors import DataError
 from nmt.training import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step
@@ -112,6 +112,22 @@ def test_model_is_the_average_of_the_last_checkpoints(toy_corpus, toy_spm, tmp_p
     device = get_device("cpu")
     loaded, src_sp, trg_sp = load_model(tmp_path, device)
     assert translate_lines(loaded, src_sp, trg_sp, ["the dog"], DecodeConfig(), device)  # model.pt loads
+
+
+def test_snapshots_rotate_and_average(tmp_path):
+    """The last ``keep`` snapshots stay; those of a redone future and an earlier run's off-interval final
+    state go; the average is the float32 mean, tied weights (one storage, two names) counted once."""
+    for step in (10, 20, 25, 30):  # 25: the final state of a shorter run, now trained further
+        save_checkpoint(tmp_path / f"step{step}.pt", {"model": {}})
+    for step in (10, 20):  # a run resumed from step 10 redoes step 20: the stale 25 and 30 go with it
+        weight = torch.full((2,), float(step))
+        save_snapshot(tmp_path, step, {"model": {"emb": weight, "out": weight, "n": torch.tensor(3)}}, 2, 10)
+    assert list(list_snapshots(tmp_path)) == [10, 20]
+    weight = torch.tensor([30.0, 60.0])
+    save_snapshot(tmp_path, 30, {"model": {"emb": weight, "out": weight, "n": torch.tensor(3)}}, 2, 10)
+    assert list(list_snapshots(tmp_path)) == [20, 30]
+    average = average_state_dicts(list(list_snapshots(tmp_path).values()))
+    assert average["emb"].tolist() == average["out"].tolist() == [25.0, 40.0] and average["n"].item() == 3
 
 
 def test_nesterov_sgd_learns_the_toy_task(toy_corpus, toy_spm, tmp_path):
