@@ -403,7 +403,7 @@ def _train(
     if world.is_main:
         averaged = None
         if config.average_last:
-            averaged = average_last(model, ckpt_dir, progress["step"], config.average_last)
+            averaged = average_snapshots(model, ckpt_dir, progress["step"], config.average_last)
             averaged["valid"] = validate(model, dev, dev_src_lines, dev_ref_lines, src_sp, trg_sp, config, device)
             log.info(
                 "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f (best checkpoint: %s %.3f)",
@@ -415,7 +415,7 @@ def _train(
     return world.broadcast(summary)
 
 
-def average_last(model: Seq2Seq, ckpt_dir: Path, step: int, n: int) -> dict[str, Any]:
+def average_snapshots(model: Seq2Seq, ckpt_dir: Path, step: int, n: int) -> dict[str, Any]:
     """Load into ``model`` the mean of the last ``n`` kept snapshots up to update ``step``.
 
     :return: ``{"steps": [...], "checkpoint": {"spec", "model"}}``, the snapshots' steps and the averaged weights
