@@ -1,4 +1,4 @@
-"""Atomic checkpoint files that load with ``torch.load(weights_only=True)``."""
+"""Atomic checkpoint files that load with ``torch.load(weights_only=True)``; kept snapshots and their average."""
 
 import os
 from pathlib import Path
@@ -31,3 +31,64 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # a truncated or foreign file: say which one, in one line
         raise DataError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e).splitlines()[0]})") from e
+
+
+def snapshot_path(ckpt_dir: str | Path, step: int) -> Path:
+    """The kept weights of update ``step``: ``ckpt_dir/step{step}.pt``."""
+    return Path(ckpt_dir) / f"step{step}.pt"
+
+
+def list_snapshots(ckpt_dir: str | Path) -> dict[int, Path]:
+    """The kept weight snapshots in ``ckpt_dir`` by update step, oldest first."""
+    found = {}
+    for path in Path(ckpt_dir).glob("step*.pt"):
+        if path.stem.removeprefix("step").isdigit():
+            found[int(path.stem.removeprefix("step"))] = path
+    return dict(sorted(found.items()))
+
+
+def save_snapshot(ckpt_dir: str | Path, step: int, payload: dict[str, Any], keep: int, every: int) -> None:
+    """Write the weights of update ``step`` and delete snapshots that are no longer among the last ``keep``.
+
+    Also deleted: snapshots after ``step`` (from a run that went further before a crash and is being
+    redone) and off-interval ones (the final state of a run that is now trained further), so a resumed
+    run keeps exactly the snapshots of an uninterrupted one.
+
+    :param payload: what :func:`save_checkpoint` writes, e.g. ``{"spec": ..., "model": ..., "step": ...}``
+    :param keep: snapshots kept, this one included
+    :param every: the checkpoint interval in updates; ``step`` itself need not be a multiple
+    """
+    save_checkpoint(snapshot_path(ckpt_dir, step), payload)
+    others = [s for s in list_snapshots(ckpt_dir) if s != step]
+    stale = [s for s in others if s > step or s % every != 0]
+    kept = [s for s in others if s not in stale]
+    for s in stale + kept[: max(len(kept) - (keep - 1), 0)]:
+        snapshot_path(ckpt_dir, s).unlink(missing_ok=True)
+
+
+def average_state_dicts(paths: list[Path]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of the ``model`` state dicts of the checkpoints at ``paths``.
+
+    Sums run in float32 (one checkpoint in memory besides the sum) and are cast back to each tensor's
+    dtype; integer tensors must agree across checkpoints and are kept as they are.
+
+    :param paths: checkpoints of one model, each with a ``model`` state dict
+    :return: the averaged state dict
+    :raises DataError: on an empty list or checkpoints of different models
+    """
+    if not paths:
+        raise DataError("no checkpoints to average")
+    total = load_checkpoint(paths[0])["model"]
+    dtypes = {name: t.dtype for name, t in total.items()}
+    # A copy per name: tied weights (shared embeddings) load as one storage, which must not be summed twice.
+    total = {name: t.to(torch.float32, copy=True) if t.is_floating_point() else t for name, t in total.items()}
+    for path in paths[1:]:
+        state = load_checkpoint(path)["model"]
+        if state.keys() != total.keys():
+            raise DataError(f"{path}: parameters differ from those of {paths[0]}, cannot average")
+        for name, tensor in state.items():
+            if tensor.is_floating_point():
+                total[name] += tensor.float()
+            elif not torch.equal(tensor, total[name]):
+                raise DataError(f"{path}: integer tensor {name} differs from that of {paths[0]}, cannot average")
+    return {name: (t / len(paths)).to(dtypes[name]) if t.is_floating_point() else t for name, t in total.items()}

@@ -175,7 +175,17 @@ class SubwordConfig:
 
 @dataclass
 class TrainConfig:
-    """Optimisation, batching, validation and checkpointing of one training run."""
+    """Optimisation, batching, validation and checkpointing of one training run.
+
+    - ``optimizer``: ``adam`` (Kingma and Ba; ``adam_betas``, ``adam_eps``) or ``nesterov``: SGD with
+      Nesterov momentum ``momentum``, as Gehring et al. (2017) trained ConvS2S.
+    - ``lr_schedule``: ``inverse_sqrt`` (linear warmup, then 1/sqrt(step), Vaswani et al. 2017) or
+      ``anneal_on_plateau`` (linear warmup, then constant; multiplied by ``anneal_factor`` after each
+      validation whose dev perplexity is no better than the best so far; training stops once the rate
+      falls below ``min_lr``, Gehring et al. 2017).
+    - ``average_last``: keep the weights of the last N checkpoints (every ``checkpoint_every``
+      updates, and the final state) and make their average the trained model.
+    """
 
     seed: int = 1
     batch_tokens: int = 4096
@@ -183,8 +193,13 @@ class TrainConfig:
     max_steps: int = 10000
     max_epochs: int = 100
     max_length: int = 128
+    optimizer: Literal["adam", "nesterov"] = "adam"
     lr: float = 7e-4
+    lr_schedule: Literal["inverse_sqrt", "anneal_on_plateau"] = "inverse_sqrt"
     warmup_steps: int = 1000
+    anneal_factor: float = 0.1
+    min_lr: float = 1e-4
+    momentum: float = 0.99
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = 1e-9
     weight_decay: float = 0.0
@@ -195,6 +210,7 @@ class TrainConfig:
     valid_metric: Literal["bleu", "loss"] = "bleu"
     patience: int = 10
     checkpoint_every: int = 500
+    average_last: int | None = None
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16: Literal["auto", "on", "off"] = "auto"
     threads: int = 0
@@ -212,7 +228,15 @@ class TrainConfig:
             valid_every=self.valid_every,
             patience=self.patience,
             checkpoint_every=self.checkpoint_every,
+            min_lr=self.min_lr,
+            average_last=self.average_last,
         )
+        if not 0 < self.anneal_factor < 1:
+            raise ConfigError(f"{where}.anneal_factor: must be in (0, 1), got {self.anneal_factor}")
+        if self.lr_schedule == "anneal_on_plateau" and self.min_lr >= self.lr:
+            raise ConfigError(f"{where}.min_lr: must be below lr ({self.lr}) to train at all, got {self.min_lr}")
+        if not 0 <= self.momentum < 1:
+            raise ConfigError(f"{where}.momentum: must be in [0, 1), got {self.momentum}")
         if not 0 <= self.label_smoothing < 1:
             raise ConfigError(f"{where}.label_smoothing: must be in [0, 1), got {self.label_smoothing}")
         if self.warmup_steps < 0:

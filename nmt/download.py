@@ -5,6 +5,7 @@ import http.client
 import json
 import logging
 import os
+import re
 import shutil
 import time
 import urllib.error
@@ -56,8 +57,11 @@ def download(
 ) -> dict:
     """Fetch ``url`` to ``dest`` atomically and write the provenance manifest ``<dest>.manifest.json``.
 
-    Bytes go to ``<dest>.part`` first; an interrupted http(s) download is resumed from it with a Range
-    request, and ``dest`` appears only once the file is complete and its checksum matches.
+    Bytes go to a ``.part`` file beside ``dest`` first, named after the URL (:func:`part_path`); an
+    interrupted http(s) download of the same URL is resumed from it with a Range request, and ``dest``
+    appears only once the file is complete and its checksum matches. The ``.part`` files of other URLs
+    (another release, the other language order of an OPUS pair) are never appended to, and are deleted
+    once ``dest`` is complete.
 
     :param url: an http(s) URL, a ``file://`` URL or a local path
     :param dest: where the file goes; parent folders are created
@@ -75,7 +79,7 @@ def download(
         mirror = os.environ.get(MIRROR_ENV) or None
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
+    part = part_path(dest, url)
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme in ("http", "https") and mirror is None:
         source = url
@@ -95,6 +99,7 @@ def download(
         part.unlink()
         raise DownloadError(f"{url}: sha256 mismatch, expected {sha256.strip().lower()} but got {actual}")
     os.replace(part, dest)
+    _remove_stale_parts(dest)
     manifest = {
         "url": url,
         "source": source,
@@ -105,6 +110,24 @@ def download(
     _write_json(dest.with_name(dest.name + ".manifest.json"), manifest)
     log.info("downloaded %s to %s (%d bytes, sha256 %s)", url, dest, manifest["size"], actual)
     return manifest
+
+
+def part_path(dest: str | Path, url: str) -> Path:
+    """The partial file of a download of ``url`` to ``dest``: ``<dest>.<12 hex digits of sha256(url)>.part``.
+
+    Keying it by URL keeps the bytes of one URL from being resumed as those of another.
+    """
+    dest = Path(dest)
+    return dest.with_name(f"{dest.name}.{hashlib.sha256(url.encode()).hexdigest()[:12]}.part")
+
+
+def _remove_stale_parts(dest: Path) -> None:
+    """Delete the ``.part`` files of ``dest`` left by other URLs (and the unkeyed ``<dest>.part`` of old runs)."""
+    stale = re.compile(re.escape(dest.name) + r"(\.[0-9a-f]{12})?\.part")
+    for path in dest.parent.iterdir():
+        if stale.fullmatch(path.name):
+            log.info("removing %s, the partial download of another URL", path)
+            path.unlink(missing_ok=True)
 
 
 def _get_local_source(url: str, mirror: str | Path | None) -> Path:

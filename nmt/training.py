@@ -1,4 +1,5 @@
-"""Training loop: token batches, Adam with inverse-square-root warmup, validation, early stopping, resume."""
+"""Training loop: token batches, Adam or Nesterov SGD and their schedules, validation, early stopping,
+checkpoint averaging, resume."""
 
 import contextlib
 import json
@@ -17,7 +18,7 @@ import torch
 
 from nmt.atomic import write_text
 from nmt.binarize import binarize, open_training_data
-from nmt.checkpoint import load_checkpoint, save_checkpoint
+from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.distributed import close_world, init_world, shard
@@ -40,6 +41,64 @@ def lr_at_step(step: int, peak_lr: float, warmup_steps: int) -> float:
     if warmup_steps == 0:
         return peak_lr
     return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+
+def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """Adam, or SGD with Nesterov momentum (Gehring et al. 2017, section 5.2: momentum 0.99, lr 0.25).
+
+    torch's Nesterov SGD keeps its momentum buffer in gradient units, so changing the rate (warmup,
+    annealing) needs no correction of the buffer.
+    """
+    if config.optimizer == "nesterov":
+        return torch.optim.SGD(
+            model.parameters(),
+            lr=config.lr,
+            momentum=config.momentum,
+            nesterov=True,
+            weight_decay=config.weight_decay,
+            fused=True,
+        )
+    return torch.optim.Adam(
+        model.parameters(),
+        lr=config.lr,
+        betas=config.adam_betas,
+        eps=config.adam_eps,
+        weight_decay=config.weight_decay,
+        fused=True,  # one kernel for all parameters; the per-tensor loop was a tenth of a CPU step
+    )
+
+
+def get_lr(step: int, config: TrainConfig, lr_scale: float) -> float:
+    """The learning rate of update ``step`` under ``config.lr_schedule``.
+
+    :param lr_scale: product of the annealing factors applied so far (``anneal_on_plateau``; else 1)
+    """
+    if config.lr_schedule == "inverse_sqrt":
+        return lr_at_step(step, config.lr, config.warmup_steps)
+    warmup = min(max(step, 1) / config.warmup_steps, 1.0) if config.warmup_steps else 1.0
+    return config.lr * warmup * lr_scale
+
+
+def anneal_on_plateau(progress: dict[str, Any], dev_loss: float, config: TrainConfig) -> None:
+    """Divide the rate by ``1 / anneal_factor`` when ``dev_loss`` (log perplexity) is no better than the best.
+
+    Gehring et al. (2017) anneal "once the validation perplexity stops improving ... until it falls
+    below 10^-4"; they check once per epoch, we at every validation (``valid_every``). The state lives in
+    ``progress`` (``lr_scale``, ``best_dev_loss``), which the checkpoint holds, so a resumed run anneals
+    where an uninterrupted one does.
+    """
+    if config.lr_schedule != "anneal_on_plateau":
+        return
+    if progress["best_dev_loss"] is None or dev_loss < progress["best_dev_loss"]:
+        progress["best_dev_loss"] = dev_loss
+        return
+    progress["lr_scale"] *= config.anneal_factor
+    log.info("dev perplexity did not improve: learning rate annealed to %.2e", config.lr * progress["lr_scale"])
+
+
+def is_annealed_out(progress: dict[str, Any], config: TrainConfig) -> bool:
+    """Whether annealing has taken the rate below ``min_lr``, which ends training."""
+    return config.lr_schedule == "anneal_on_plateau" and config.lr * progress["lr_scale"] < config.min_lr
 
 
 class Stop:
@@ -173,14 +232,7 @@ def _train(
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
     if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
         torch.manual_seed(config.seed + world.rank)
-    optimizer = torch.optim.Adam(
-        model.parameters(),
-        lr=config.lr,
-        betas=config.adam_betas,
-        eps=config.adam_eps,
-        weight_decay=config.weight_decay,
-        fused=True,  # one kernel for all parameters; the per-tensor loop was a tenth of a CPU step
-    )
+    optimizer = make_optimizer(model, config)
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
     progress = {
         "step": 0,
@@ -190,6 +242,8 @@ def _train(
         "bad_evals": 0,
         "train_seconds": 0.0,
         "tokens": 0,
+        "lr_scale": 1.0,
+        "best_dev_loss": None,
     }
     history: list[dict[str, float]] = []  # validations
     train_log: list[dict[str, float]] = []  # training loss every log_every updates (train.tsv)
@@ -203,7 +257,7 @@ def _train(
             )
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
-        progress, history, train_log = ckpt["progress"], ckpt["history"], ckpt.get("train_log", [])
+        progress, history, train_log = {**progress, **ckpt["progress"]}, ckpt["history"], ckpt.get("train_log", [])
         rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
         if len(rng) == world.size:
             _set_rng_state(rng[world.rank])
@@ -258,10 +312,19 @@ def _train(
             progress["bad_evals"],
         )  # fmt: skip
 
+    def keep_snapshot() -> None:
+        if config.average_last and world.is_main:
+            payload = {"spec": model.spec, "model": model.state_dict(), "step": progress["step"]}
+            save_snapshot(ckpt_dir, progress["step"], payload, config.average_last, config.checkpoint_every)
+
     better = (lambda a, b: a > b) if config.valid_metric == "bleu" else (lambda a, b: a < b)
     trg_lengths = data.trg.lengths  # EOS included: the number of target tokens of each sentence
     model.train()
-    done = progress["bad_evals"] >= config.patience or progress["step"] >= config.max_steps
+    done = (
+        progress["bad_evals"] >= config.patience
+        or progress["step"] >= config.max_steps
+        or is_annealed_out(progress, config)
+    )
     window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}
     with Stop() as stop:
         while not done and progress["epoch"] <= config.max_epochs:
@@ -292,7 +355,7 @@ def _train(
                         loss_sum += float(loss.detach())
                 if config.clip_norm > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-                lr = lr_at_step(progress["step"] + 1, config.lr, config.warmup_steps)
+                lr = get_lr(progress["step"] + 1, config, progress["lr_scale"])
                 for group_ in optimizer.param_groups:
                     group_["lr"] = lr
                 optimizer.step()
@@ -317,8 +380,10 @@ def _train(
                     window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}
                 if step % config.valid_every == 0 or step >= config.max_steps:
                     evaluate_and_keep_best()
+                    anneal_on_plateau(progress, history[-1]["loss"], config)
                     window["start"] = time.perf_counter()
                 if step % config.checkpoint_every == 0:
+                    keep_snapshot()  # before last.pt: a crash between the two redoes this step identically
                     save_last()
                     log.info("checkpoint at step %d: %s", step, last)
                 if world.any(stop.signal is not None):
@@ -330,24 +395,55 @@ def _train(
                 if progress["bad_evals"] >= config.patience or step >= config.max_steps:
                     done = True
                     break
+                if is_annealed_out(progress, config):
+                    log.info("learning rate below min_lr %.1e: training stops", config.min_lr)
+                    done = True
+                    break
             if not done:
                 progress["epoch"] += 1
                 progress["batch"] = 0
         if not history or history[-1]["step"] != progress["step"]:  # stopped by max_epochs between validations
             evaluate_and_keep_best()
+        keep_snapshot()
         save_last()
     summary = None
     if world.is_main:
-        summary = _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world)
+        averaged = None
+        if config.average_last:
+            averaged = average_snapshots(model, ckpt_dir, progress["step"], config.average_last)
+            averaged["valid"] = validate(model, dev, dev_src_lines, dev_ref_lines, src_sp, trg_sp, config, device)
+            log.info(
+                "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f (best checkpoint: %s %.3f)",
+                averaged["steps"], averaged["valid"]["loss"], averaged["valid"]["ppl"], averaged["valid"]["bleu"],
+                config.valid_metric, progress["best"],
+            )  # fmt: skip
+        summary = _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world,
+                          averaged)  # fmt: skip
     return world.broadcast(summary)
 
 
-def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world) -> dict[str, Any]:
-    """Write the best weights, the subword models and the summary into ``model_dir``."""
+def average_snapshots(model: Seq2Seq, ckpt_dir: Path, step: int, n: int) -> dict[str, Any]:
+    """Load into ``model`` the mean of the last ``n`` kept snapshots up to update ``step``.
+
+    :return: ``{"steps": [...], "checkpoint": {"spec", "model"}}``, the snapshots' steps and the averaged weights
+    """
+    snapshots = {s: path for s, path in list_snapshots(ckpt_dir).items() if s <= step}
+    steps = list(snapshots)[-n:]
+    if len(steps) < n:
+        log.warning("average_last %d: only %d checkpoints were kept (steps %s); averaging those", n, len(steps), steps)
+    state = average_state_dicts([snapshots[s] for s in steps])
+    model.load_state_dict(state)
+    return {"steps": steps, "checkpoint": {"spec": model.spec, "model": state}}
+
+
+def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world,
+            averaged) -> dict[str, Any]:  # fmt: skip
+    """Write the model (the average of the last checkpoints, else the best), the subword models and the
+    summary into ``model_dir``."""
     best = model_dir / "checkpoints" / "best.pt"
     if not best.exists():
         raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
-    save_checkpoint(model_dir / MODEL_FILE, load_checkpoint(best))
+    save_checkpoint(model_dir / MODEL_FILE, averaged["checkpoint"] if averaged else load_checkpoint(best))
     for src, name in ((src_spm, SRC_SPM), (trg_spm, TRG_SPM)):
         tmp = model_dir / f".{name}.tmp"
         shutil.copyfile(src, tmp)
@@ -370,8 +466,11 @@ def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, de
         "threads": torch.get_num_threads(),
         "best_step": best_entry["step"],
         "valid": best_entry,
+        "model": f"average of the last {len(averaged['steps'])} checkpoints" if averaged else "best checkpoint",
         "config": model.spec["config"],
     }
+    if averaged:
+        summary["averaged"] = {"steps": averaged["steps"], **averaged["valid"]}
     write_text(
         model_dir / "valid.tsv",
         "step\tloss\tppl\tbleu\n"

@@ -40,6 +40,13 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (CorpusConfig, {"importer": "sacrebleu", "test_set": "wmt14"}, "importer 'sacrebleu' needs the key 'langpair'"),
         (CorpusConfig, {"url": "a.txt", "member": "m", "tsv_columns": {"en": 0}}, "member and tsv_columns exclude"),
         (CleanConfig, {"min_alpha": 1.5}, "train.min_alpha: must be in [0, 1]"),
+        (TrainConfig, {"optimizer": "sgd"}, "train.optimizer: 'sgd' is not one of 'adam', 'nesterov'"),
+        (TrainConfig, {"lr_schedule": "cosine"}, "train.lr_schedule: 'cosine' is not one of 'inverse_sqrt'"),
+        (TrainConfig, {"anneal_factor": 1.0}, "train.anneal_factor: must be in (0, 1), got 1.0"),
+        (TrainConfig, {"momentum": 1}, "train.momentum: must be in [0, 1), got 1.0"),
+        (TrainConfig, {"average_last": 0}, "train.average_last: must be > 0, got 0"),
+        (TrainConfig, {"average_last": 2.5}, "train.average_last: expected int, got 2.5"),
+        (TrainConfig, {"lr_schedule": "anneal_on_plateau", "lr": 1e-4}, "train.min_lr: must be below lr (0.0001)"),
         (CleanConfig, [], "train: expected a mapping"),
     ],
 )
@@ -124,3 +131,25 @@ def test_schema_documents_every_corpus_key():
     properties = SCHEMA["properties"]["corpora"]["additionalProperties"]["properties"]
     assert set(properties) == {f.name for f in dataclasses.fields(CorpusConfig)}
     assert all("description" in p for p in properties.values())
+
+
+@pytest.mark.parametrize("pair", ["en_de", "en_fr"])
+def test_wmt14_presets_train_as_the_papers(pair):
+    """Vaswani et al. 2017 (Transformer) and Gehring et al. 2017 (ConvS2S) settings in the WMT14 presets."""
+    preset = yaml.safe_load((REPO / f"workflow/presets/wmt14_{pair}.yaml").read_text())
+    models = preset["models"]
+    shared = preset["training"]
+    train = {name: from_dict(TrainConfig, {**shared, **m.get("training", {})}, name) for name, m in models.items()}
+    for name, average in (("transformer_base", 5), ("transformer_big", 20)):
+        config = train[name]
+        assert (config.optimizer, config.lr_schedule, config.warmup_steps) == ("adam", "inverse_sqrt", 4000)
+        assert (config.adam_betas, config.adam_eps, config.label_smoothing) == ((0.9, 0.98), 1e-9, 0.1)
+        assert config.average_last == average and config.batch_tokens == 25000
+    assert (train["transformer_base"].lr, train["transformer_big"].lr) == (0.0007, 0.0005)
+    _, big = resolve_model_options({k: v for k, v in models["transformer_big"].items() if k != "training"}, "m")
+    assert big.dropout == (0.3 if pair == "en_de" else 0.1)
+    convs2s = train["convs2s"]
+    assert (convs2s.optimizer, convs2s.lr, convs2s.momentum, convs2s.clip_norm) == ("nesterov", 0.25, 0.99, 0.1)
+    assert (convs2s.lr_schedule, convs2s.anneal_factor, convs2s.min_lr) == ("anneal_on_plateau", 0.1, 1e-4)
+    decoding = from_dict(DecodeConfig, preset["decoding"], "decoding")
+    assert (decoding.beam_size, decoding.length_penalty, decoding.max_len_a, decoding.max_len_b) == (4, 0.6, 1.0, 50)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from nmt.download import download, mirror_path
+from nmt.download import download, mirror_path, part_path
 from nmt.errors import DownloadError
 
 MIRROR = Path(__file__).parents[2] / "shared/data/mirror"
@@ -21,6 +21,8 @@ needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"shared data mirr
 MULTI30K = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 TEST_DE_SHA256 = "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8"
 BODY = b"".join(b"line %d of a corpus served over loopback\n" % i for i in range(2000))
+# The file of another URL (another release, the other language order of an OPUS pair), as long as BODY.
+OTHER = BODY.upper()
 
 
 def assert_one_line(excinfo: pytest.ExceptionInfo, *names: str) -> str:
@@ -61,19 +63,20 @@ class CorpusHandler(BaseHTTPRequestHandler):
             self.wfile.write(BODY[: len(BODY) // 2])
             self.wfile.flush()
             self.close_connection = True
-        elif self.path in ("/data.gz", "/flaky.gz", "/drop.gz", "/norange.gz"):
+        elif self.path in ("/data.gz", "/flaky.gz", "/drop.gz", "/norange.gz", "/other.gz"):
+            body = OTHER if self.path == "/other.gz" else BODY
             ranged = self.headers.get("Range") and self.path != "/norange.gz"
             start = int(self.headers["Range"].removeprefix("bytes=").removesuffix("-")) if ranged else 0
-            if start >= len(BODY):
+            if start >= len(body):
                 self.send_error(416, "Range Not Satisfiable")
             elif ranged:
                 self.send_response(206)
-                self.send_header("Content-Range", f"bytes {start}-{len(BODY) - 1}/{len(BODY)}")
-                self.send_header("Content-Length", str(len(BODY) - start))
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                self.send_header("Content-Length", str(len(body) - start))
                 self.end_headers()
-                self.wfile.write(BODY[start:])
+                self.wfile.write(body[start:])
             else:
-                self.send_body(BODY)
+                self.send_body(body)
         else:
             self.send_error(404, "Not Found")
 
@@ -260,15 +263,16 @@ def test_connection_refused(tmp_path: Path) -> None:
 
 def test_resume_with_range(tmp_path: Path, server: ThreadingHTTPServer) -> None:
     dest = tmp_path / "data.gz"
-    (tmp_path / "data.gz.part").write_bytes(BODY[:1000])
+    part_path(dest, f"{server.url}/data.gz").write_bytes(BODY[:1000])
     download(f"{server.url}/data.gz", dest, sha256=hashlib.sha256(BODY).hexdigest())
     assert dest.read_bytes() == BODY
     assert server.requests[0][1]["Range"] == "bytes=1000-"
+    assert not list(tmp_path.glob("*.part"))
 
 
 def test_restart_when_range_ignored(tmp_path: Path, server: ThreadingHTTPServer) -> None:
     dest = tmp_path / "data.gz"
-    (tmp_path / "data.gz.part").write_bytes(b"stale bytes from another version")
+    part_path(dest, f"{server.url}/norange.gz").write_bytes(b"stale bytes from another version")
     download(f"{server.url}/norange.gz", dest)
     assert dest.read_bytes() == BODY
 
@@ -282,7 +286,20 @@ def test_resume_after_dropped_connection(tmp_path: Path, server: ThreadingHTTPSe
 
 def test_restart_when_part_is_too_long(tmp_path: Path, server: ThreadingHTTPServer) -> None:
     dest = tmp_path / "data.gz"
-    (tmp_path / "data.gz.part").write_bytes(BODY + b"junk")
+    part_path(dest, f"{server.url}/data.gz").write_bytes(BODY + b"junk")
     download(f"{server.url}/data.gz", dest, backoff=0.01)
     assert dest.read_bytes() == BODY
     assert server.hits["/data.gz"] == 2
+
+
+def test_part_of_another_url_is_not_resumed(tmp_path: Path, server: ThreadingHTTPServer) -> None:
+    """A download that broke off leaves a .part; a later download of another URL to the same file must not
+    append to those bytes (fetch_opus tries both language orders of a pair into one destination)."""
+    dest = tmp_path / "data.gz"
+    with pytest.raises(DownloadError):
+        download(f"{server.url}/drop.gz", dest, retries=0)
+    assert [p.stat().st_size for p in tmp_path.glob("data.gz*.part")] == [len(BODY) // 2]
+    download(f"{server.url}/other.gz", dest, sha256=hashlib.sha256(OTHER).hexdigest())
+    assert dest.read_bytes() == OTHER
+    assert "Range" not in server.requests[-1][1]
+    assert not list(tmp_path.glob("data.gz*.part"))  # the other URL's part is gone once dest is complete

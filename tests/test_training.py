@@ -1,6 +1,7 @@
 """Training on the toy task: it learns, it resumes exactly, it stops cleanly on SIGTERM."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -11,10 +12,10 @@ import pytest
 import torch
 from conftest import REPO, TOY_MODEL, run_training
 
-from nmt.checkpoint import load_checkpoint
-from nmt.config import DecodeConfig
+from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
+from nmt.config import DecodeConfig, TrainConfig
 from nmt.errors import DataError
-from nmt.training import lr_at_step
+from nmt.training import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step
 from nmt.translation import get_device, load_model, translate_lines
 
 
@@ -49,16 +50,122 @@ def test_checkpoints_load_weights_only(trained_model):
         assert "model" in ckpt and "spec" in ckpt
 
 
-def test_resume_continues_exactly(toy_corpus, toy_spm, tmp_path):
+# Gehring et al. (2017): Nesterov SGD, lr 0.25, momentum 0.99, clipping at 0.1, annealing on a plateau.
+NESTEROV = {
+    "optimizer": "nesterov", "lr": 0.25, "clip_norm": 0.1, "lr_schedule": "anneal_on_plateau", "warmup_steps": 0
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"valid_every": 1000},
+        # A rate too high for the toy task: the dev perplexity goes up and down, so validations every 5
+        # updates anneal the rate before and after the resume point; model.pt averages 3 checkpoints.
+        {**NESTEROV, "lr": 30.0, "valid_every": 5, "average_last": 3, "anneal_factor": 0.5},
+    ],
+    ids=["adam", "nesterov_anneal_average"],
+)
+def test_resume_continues_exactly(toy_corpus, toy_spm, tmp_path, options):
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    run_training(toy_corpus, toy_spm, straight, max_steps=40, valid_every=1000)
-    run_training(toy_corpus, toy_spm, resumed, max_steps=20, valid_every=1000)
-    run_training(toy_corpus, toy_spm, resumed, max_steps=40, valid_every=1000)
+    run_training(toy_corpus, toy_spm, straight, max_steps=40, **options)
+    run_training(toy_corpus, toy_spm, resumed, max_steps=20, **options)
+    lr_scale = load_checkpoint(resumed / "checkpoints/last.pt")["progress"]["lr_scale"]
+    run_training(toy_corpus, toy_spm, resumed, max_steps=40, **options)
     a = load_checkpoint(straight / "checkpoints/last.pt")
     b = load_checkpoint(resumed / "checkpoints/last.pt")
     assert a["progress"]["step"] == b["progress"]["step"] == 40
+    assert a["progress"] == b["progress"] | {"train_seconds": a["progress"]["train_seconds"]}
     for name, tensor in a["model"].items():
         torch.testing.assert_close(tensor, b["model"][name], rtol=0, atol=0, msg=name)
+    if "average_last" in options:
+        assert a["progress"]["lr_scale"] < lr_scale < 1  # annealed before and after the resume
+        assert list(list_snapshots(straight / "checkpoints")) == list(list_snapshots(resumed / "checkpoints"))
+        for name, tensor in load_checkpoint(straight / "model.pt")["model"].items():
+            torch.testing.assert_close(tensor, load_checkpoint(resumed / "model.pt")["model"][name], rtol=0, atol=0)
+
+
+def test_model_is_the_average_of_the_last_checkpoints(toy_corpus, toy_spm, tmp_path, caplog):
+    """With average_last 3, model.pt holds the mean of the three kept checkpoints, and the averaged model's
+    dev scores are logged and in summary.json beside those of the best checkpoint."""
+    caplog.set_level(logging.INFO, logger="nmt")
+    summary = run_training(toy_corpus, toy_spm, tmp_path, max_steps=60, valid_every=30, average_last=3)
+    kept = list_snapshots(tmp_path / "checkpoints")
+    assert list(kept) == [40, 50, 60]
+    states = [load_checkpoint(path)["model"] for path in kept.values()]
+    model = load_checkpoint(tmp_path / "model.pt")["model"]
+    best = load_checkpoint(tmp_path / "checkpoints/best.pt")["model"]
+    assert model.keys() == states[0].keys()
+    for name, tensor in model.items():
+        torch.testing.assert_close(tensor, torch.stack([s[name] for s in states]).mean(0), msg=name)
+    assert any(not torch.equal(model[name], best[name]) for name in model)
+    saved = json.loads((tmp_path / "summary.json").read_text())
+    assert saved == summary and summary["model"] == "average of the last 3 checkpoints"
+    assert summary["averaged"]["steps"] == [40, 50, 60] and summary["valid"]["step"] in (30, 60)
+    assert {"loss", "ppl", "bleu"} <= set(summary["averaged"]) and summary["averaged"]["loss"] > 0
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("averaged model of steps")]
+    assert logged == [
+        f"averaged model of steps [40, 50, 60]: loss {summary['averaged']['loss']:.3f} | ppl "
+        f"{summary['averaged']['ppl']:.2f} | bleu {summary['averaged']['bleu']:.2f} "
+        f"(best checkpoint: bleu {summary['valid']['bleu']:.3f})"
+    ]
+    device = get_device("cpu")
+    loaded, src_sp, trg_sp = load_model(tmp_path, device)
+    assert translate_lines(loaded, src_sp, trg_sp, ["the dog"], DecodeConfig(), device)  # model.pt loads
+
+
+def test_snapshots_rotate_and_average(tmp_path):
+    """The last ``keep`` snapshots stay; those of a redone future and an earlier run's off-interval final
+    state go; the average is the float32 mean, tied weights (one storage, two names) counted once."""
+    for step in (10, 20, 25, 30):  # 25: the final state of a shorter run, now trained further
+        save_checkpoint(tmp_path / f"step{step}.pt", {"model": {}})
+    for step in (10, 20):  # a run resumed from step 10 redoes step 20: the stale 25 and 30 go with it
+        weight = torch.full((2,), float(step))
+        save_snapshot(tmp_path, step, {"model": {"emb": weight, "out": weight, "n": torch.tensor(3)}}, 2, 10)
+    assert list(list_snapshots(tmp_path)) == [10, 20]
+    weight = torch.tensor([30.0, 60.0])
+    save_snapshot(tmp_path, 30, {"model": {"emb": weight, "out": weight, "n": torch.tensor(3)}}, 2, 10)
+    assert list(list_snapshots(tmp_path)) == [20, 30]
+    average = average_state_dicts(list(list_snapshots(tmp_path).values()))
+    assert average["emb"].tolist() == average["out"].tolist() == [25.0, 40.0] and average["n"].item() == 3
+
+
+def test_nesterov_sgd_learns_the_toy_task(toy_corpus, toy_spm, tmp_path):
+    run_training(toy_corpus, toy_spm, tmp_path, max_steps=100, valid_every=50, log_every=10, **NESTEROV)
+    losses = [float(line.split("\t")[2]) for line in (tmp_path / "train.tsv").read_text().splitlines()[1:]]
+    assert losses[-1] < losses[0] / 2, losses
+    dev_losses = [float(line.split("\t")[1]) for line in (tmp_path / "valid.tsv").read_text().splitlines()[1:]]
+    assert dev_losses[0] < 3.0 and dev_losses[1] < dev_losses[0] - 0.5, dev_losses  # uniform: log(81) = 4.4
+    optimizer = load_checkpoint(tmp_path / "checkpoints/last.pt")["optimizer"]
+    assert optimizer["param_groups"][0]["nesterov"] and optimizer["param_groups"][0]["momentum"] == 0.99
+
+
+def test_anneal_on_plateau_divides_the_rate_and_stops_below_min_lr():
+    config = TrainConfig(lr=0.25, lr_schedule="anneal_on_plateau", warmup_steps=0, min_lr=1e-3)
+    progress = {"lr_scale": 1.0, "best_dev_loss": None}
+    rates = []
+    for dev_loss in (3.0, 2.0, 2.0, 1.5, 1.6, 1.7):  # a plateau (equal is no gain), a gain, two losses
+        anneal_on_plateau(progress, dev_loss, config)
+        rates.append(get_lr(100, config, progress["lr_scale"]))
+    assert rates == pytest.approx([0.25, 0.25, 0.025, 0.025, 0.0025, 0.00025])
+    assert progress["best_dev_loss"] == 1.5 and is_annealed_out(progress, config)
+    assert get_lr(1, TrainConfig(lr=0.25, lr_schedule="anneal_on_plateau", warmup_steps=4), 1.0) == 0.0625
+    inverse_sqrt = TrainConfig()
+    anneal_on_plateau(progress := {"lr_scale": 1.0, "best_dev_loss": 1.0}, 2.0, inverse_sqrt)
+    assert progress["lr_scale"] == 1.0 and not is_annealed_out(progress, inverse_sqrt)
+
+
+def test_training_stops_when_annealing_reaches_min_lr(toy_corpus, toy_spm, tmp_path):
+    """A rate too small to change any float32 weight keeps the dev perplexity flat: the second validation
+    anneals the rate below min_lr and training stops there, long before max_steps."""
+    summary = run_training(
+        toy_corpus, toy_spm, tmp_path, max_steps=1000, valid_every=5, log_every=5,
+        lr=1e-12, lr_schedule="anneal_on_plateau", warmup_steps=0, min_lr=5e-13,
+    )  # fmt: skip
+    assert summary["steps"] == 10
+    ckpt = load_checkpoint(tmp_path / "checkpoints/last.pt")
+    assert ckpt["progress"]["lr_scale"] == pytest.approx(0.1)
+    assert [h["loss"] for h in ckpt["history"]][0] == ckpt["history"][1]["loss"]
 
 
 def test_resume_after_kill_9_continues_exactly(toy_corpus, toy_spm, tmp_path):
