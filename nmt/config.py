@@ -1,6 +1,7 @@
 """Configuration dataclasses, one per concern, built from plain dicts with loud errors on unknown keys."""
 
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -208,6 +209,8 @@ class TrainConfig:
     log_every: int = 100
     valid_every: int = 500
     valid_metric: Literal["bleu", "loss"] = "bleu"
+    valid_beam_size: int = 1
+    trg_lang: str = ""
     patience: int = 10
     checkpoint_every: int = 500
     average_last: int | None = None
@@ -226,6 +229,7 @@ class TrainConfig:
             lr=self.lr,
             log_every=self.log_every,
             valid_every=self.valid_every,
+            valid_beam_size=self.valid_beam_size,
             patience=self.patience,
             checkpoint_every=self.checkpoint_every,
             min_lr=self.min_lr,
@@ -241,6 +245,8 @@ class TrainConfig:
             raise ConfigError(f"{where}.label_smoothing: must be in [0, 1), got {self.label_smoothing}")
         if self.warmup_steps < 0:
             raise ConfigError(f"{where}.warmup_steps: must be >= 0, got {self.warmup_steps}")
+        if not re.fullmatch(r"([a-z]{2,3})?", self.trg_lang):
+            raise ConfigError(f"{where}.trg_lang: {self.trg_lang!r} is not a language code such as 'de' or 'zh'")
 
 
 @dataclass

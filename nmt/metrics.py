@@ -8,7 +8,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 
 from nmt.atomic import write_text
 from nmt.data import read_lines
-from nmt.errors import DataError
+from nmt.errors import ConfigError, DataError
 
 # name -> factory(trg_lang); BLEU picks its tokenizer from the target language (e.g. zh, ja).
 METRICS = {
@@ -26,13 +26,29 @@ def score_corpus(hyps: list[str], refs: list[str], trg_lang: str = "") -> dict[s
     if len(hyps) != len(refs):
         raise DataError(f"{len(hyps)} hypotheses but {len(refs)} references")
     result = {}
-    for name, make in METRICS.items():
-        metric = make(trg_lang)
-        result[name] = {
-            "score": round(metric.corpus_score(hyps, [refs]).score, 2),
-            "signature": str(metric.get_signature()),
-        }
+    for name in METRICS:
+        score, signature = score_metric(name, hyps, refs, trg_lang)
+        result[name] = {"score": round(score, 2), "signature": signature}
     return result
+
+
+def score_metric(name: str, hyps: list[str], refs: list[str], trg_lang: str = "") -> tuple[float, str]:
+    """One metric of :data:`METRICS` with the test-set settings for ``trg_lang``: (unrounded score, signature).
+
+    Validation during training scores dev BLEU with this too, so model selection and the reported
+    test figure use the same tokenizer.
+    """
+    metric = get_metric(name, trg_lang)
+    return metric.corpus_score(hyps, [refs]).score, str(metric.get_signature())
+
+
+def get_metric(name: str, trg_lang: str = ""):
+    """The sacrebleu metric ``name`` for ``trg_lang``; a tokenizer whose extra dependencies are missing
+    (BLEU for ja and ko) is a :class:`ConfigError`."""
+    try:
+        return METRICS[name](trg_lang)
+    except RuntimeError as e:  # sacrebleu's message is several lines; the first one says what is missing
+        raise ConfigError(f"{name} for target language {trg_lang!r}: {str(e).strip().splitlines()[0]}") from e
 
 
 def score_files(hyp_path: str | Path, ref_path: str | Path, trg_lang: str = "") -> dict[str, dict[str, Any]]:

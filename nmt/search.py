@@ -86,6 +86,9 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
+STOP_RULES = ("exact", "first_k", "never")
+
+
 @torch.no_grad()
 def beam_search(
     model: DecodingModel,
@@ -94,34 +97,50 @@ def beam_search(
     alpha: float = 1.0,
     max_len_a: float = 1.5,
     max_len_b: int = 10,
+    stop: str = "exact",
 ) -> list[list[int]]:
     """Batched beam search with length normalisation.
 
-    Each step expands every live hypothesis, keeps 2K candidates per sentence, moves candidates
-    ending in EOS among the best K to the sentence's finished list, and continues with the K
-    best others. A sentence leaves the batch (its state rows are dropped) once it has K finished
-    hypotheses, so the work shrinks as sentences finish.
+    Each step expands every live hypothesis, keeps 2K candidates per sentence, offers candidates
+    ending in EOS among the best K to the sentence's best finished hypothesis, and continues with
+    the K best others. A sentence leaves the batch (its state rows are dropped) when ``stop`` says
+    so, or at its length limit, so the work shrinks as sentences finish. Stopping rules:
+
+    - ``"exact"``: when no live hypothesis can still beat the best finished one. Log-probabilities
+      are never positive, so a live hypothesis's normalised score can at most reach its current
+      score divided by the largest length penalty it can still reach (at its length limit for
+      ``alpha >= 0``). The result is the one of ``"never"``, usually after far fewer steps.
+    - ``"first_k"``: once K hypotheses have finished, as fairseq does; a live hypothesis may
+      still have beaten them. Kept to measure what the exact rule costs and gains.
+    - ``"never"``: only at the length limit.
 
     :param src: source ids (B, S) with EOS, right-padded
     :param alpha: length penalty exponent; 0 ranks by raw log-probability
+    :param stop: ``"exact"``, ``"first_k"`` or ``"never"``
     :return: for each sentence the best output ids without EOS
     """
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop: {stop!r} is not one of {', '.join(map(repr, STOP_RULES))}")
     B, K = src.size(0), beam_size
     device = src.device
-    limit = max_output_lengths(src, max_len_a, max_len_b).repeat_interleave(K)  # (B*K,)
+    limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
+    # the largest length penalty at the limit, in float64 like the finished scores, for the bound
+    limit_lp = torch.tensor([length_penalty(n, alpha) for n in limit.tolist()], dtype=torch.float64, device=device)
     state = reorder_state(model.init_state(src), torch.arange(B, device=device).repeat_interleave(K))
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
-    scores = scores.view(-1)
+    scores = scores.view(-1)  # (n*K,) sum of log-probabilities of the live hypotheses
     tokens = src.new_full((B * K, 1), BOS)
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+    best_score = torch.full((B,), float("-inf"), dtype=torch.float64, device=device)  # (n,) normalised
+    n_finished = torch.zeros(B, dtype=torch.long, device=device)  # (n,)
+    best_hyp: list[list[int]] = [[] for _ in range(B)]
     active = list(range(B))  # original sentence index of each active block of K rows
     t = 0
     while active:
         logits, state = model.step(tokens[:, -1], state)
         lprobs = F.log_softmax(logits.float(), dim=-1)  # (n*K, V)
         V = lprobs.size(-1)
-        at_limit = limit <= t + 1
+        at_limit = (limit <= t + 1).repeat_interleave(K)  # (n*K,)
         if bool(at_limit.any()):
             eos_only = torch.full_like(lprobs[0], float("-inf"))
             eos_only[EOS] = 0.0
@@ -132,25 +151,64 @@ def beam_search(
         beam, tok = top_idx // V, top_idx % V
         is_eos = tok == EOS
         rows = torch.arange(n, device=device)[:, None] * K + beam  # (n, 2K) row of the parent
-        eos_first = (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).nonzero().tolist()
-        prefixes = tokens[:, 1:].tolist() if eos_first else None
-        for i, j in eos_first:
-            parent = int(rows[i, j])
-            hyp = prefixes[parent]
-            finished[active[i]].append((float(top_scores[i, j]) / length_penalty(len(hyp) + 1, alpha), hyp))
+        # every hypothesis finishing now has t tokens plus EOS
+        eos_scores = top_scores[:, :K].double().masked_fill(~is_eos[:, :K], float("-inf"))  # (n, K)
+        n_finished += (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).sum(dim=1)
+        new_best, j = (eos_scores / length_penalty(t + 1, alpha)).max(dim=1)  # (n,)
+        better = (new_best > best_score).nonzero().flatten().tolist()
+        if better:
+            prefixes = tokens[rows[better, j[better]], 1:].tolist()
+            for i, hyp in zip(better, prefixes, strict=True):
+                best_hyp[active[i]] = hyp
+            best_score = torch.maximum(best_score, new_best)
         keep_scores, sel = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
         parents = rows.gather(1, sel).view(-1)
         tokens = torch.cat([tokens.index_select(0, parents), tok.gather(1, sel).view(-1, 1)], dim=1)
         scores = keep_scores.view(-1)
-        limit = limit.index_select(0, parents)
         state = reorder_state(state, parents)
         t += 1
-        # A sentence is done with K finished hypotheses, or at its length limit (all its beams ended).
-        open_rows = (limit > t).view(n, K).any(dim=1).tolist()
-        still = [i for i, b in enumerate(active) if len(finished[b]) < K and open_rows[i]]
-        if len(still) < n:
-            keep = torch.tensor([i * K + k for i in still for k in range(K)], dtype=torch.long, device=device)
-            tokens, scores, limit = tokens[keep], scores[keep], limit[keep]
+        done = _is_done(
+            stop, limit <= t, scores.view(n, K), best_score, limit_lp, length_penalty(t + 1, alpha), n_finished, K
+        )
+        if bool(done.any()):
+            still = (~done).nonzero().flatten()
+            keep = (still[:, None] * K + torch.arange(K, device=device)).view(-1)
+            tokens, scores = tokens[keep], scores[keep]
+            limit, limit_lp, best_score, n_finished = (
+                limit[still],
+                limit_lp[still],
+                best_score[still],
+                n_finished[still],
+            )
             state = reorder_state(state, keep)
-            active = [active[i] for i in still]
-    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+            active = [active[i] for i in still.tolist()]
+    return best_hyp
+
+
+def _is_done(
+    stop: str,
+    at_limit: torch.Tensor,
+    live: torch.Tensor,
+    best: torch.Tensor,
+    limit_lp: torch.Tensor,
+    next_lp: float,
+    n_finished: torch.Tensor,
+    K: int,
+) -> torch.Tensor:
+    """Which of the n active sentences are done, shape (n,).
+
+    :param at_limit: whether the sentence reached its length limit (n,)
+    :param live: scores of the live hypotheses (n, K), -inf for dead ones
+    :param best: best finished normalised score (n,), float64, -inf if none
+    :param limit_lp: length penalty at the sentence's limit (n,), float64
+    :param next_lp: length penalty of the shortest hypothesis still reachable (EOS at the next step)
+    :param n_finished: hypotheses finished so far (n,)
+    """
+    if stop == "never":
+        return at_limit
+    if stop == "first_k":
+        return at_limit | (n_finished >= K)
+    # lp is monotone in the length: the largest reachable one is at an end of [next step, limit]
+    largest_lp = limit_lp.clamp(min=next_lp)
+    bound = (live.double() / largest_lp[:, None]).max(dim=1).values  # (n,)
+    return at_limit | (best >= bound)

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import sacrebleu
 import torch
 
 from nmt.atomic import write_text
@@ -24,6 +23,7 @@ from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.distributed import close_world, init_world, shard
 from nmt.errors import DataError, TrainingError
 from nmt.loss import LabelSmoothedCrossEntropy
+from nmt.metrics import get_metric, score_metric
 from nmt.model import Seq2Seq, build_model
 from nmt.subword import load_subword
 from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, translate_lines
@@ -144,7 +144,14 @@ def validate(
     config: TrainConfig,
     device: torch.device,
 ) -> dict[str, float]:
-    """Dev-set per-token loss and perplexity (teacher forcing) and greedy-search BLEU."""
+    """Dev-set per-token loss and perplexity (teacher forcing), and BLEU as the test set is scored.
+
+    The dev set is translated by :func:`valid_search` and scored with the BLEU tokenizer of the
+    target language (:func:`nmt.metrics.score_metric`, as for the test sets), so the checkpoint
+    is selected on the scale of the reported figure.
+
+    :return: ``loss``, ``ppl``, ``bleu``, and ``bleu_signature`` (sacreBLEU's, with the search appended)
+    """
     model.eval()
     criterion = LabelSmoothedCrossEntropy(0.0)
     nll_sum, n_tokens = 0.0, 0
@@ -154,11 +161,21 @@ def validate(
             logits = model(batch.src, batch.trg_in)
         _, nll = criterion(logits, batch.trg_out)
         nll_sum, n_tokens = nll_sum + float(nll), n_tokens + batch.n_trg_tokens
-    hyps = translate_lines(model, src_sp, trg_sp, dev_src_lines, DecodeConfig(method="greedy"), device, config.bf16)
-    bleu = sacrebleu.corpus_bleu(hyps, [dev_ref_lines]).score
+    search = valid_search(config)
+    hyps = translate_lines(model, src_sp, trg_sp, dev_src_lines, search, device, config.bf16)
+    bleu, signature = score_metric("bleu", hyps, dev_ref_lines, config.trg_lang)
+    signature = f"{signature}|search:{search.describe()}"
+    log.info("dev BLEU %.2f, sacreBLEU %s", bleu, signature)
     model.train()
     loss = nll_sum / max(n_tokens, 1)
-    return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bleu": bleu}
+    return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bleu": bleu, "bleu_signature": signature}
+
+
+def valid_search(config: TrainConfig) -> DecodeConfig:
+    """Greedy search for ``valid_beam_size`` 1, else beam search with the test-set defaults (length penalty 1)."""
+    if config.valid_beam_size == 1:
+        return DecodeConfig(method="greedy")
+    return DecodeConfig(method="beam", beam_size=config.valid_beam_size)
 
 
 def train(
@@ -225,6 +242,7 @@ def _train(
     data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
     dev_src_lines, dev_ref_lines = read_lines(dev_src), read_lines(dev_ref)
     dev = ParallelData.from_lines(dev_src_lines, dev_ref_lines, src_sp, trg_sp, names=(str(dev_src), str(dev_ref)))
+    get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
     if world.size > 1:
         log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)

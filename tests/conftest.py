@@ -72,9 +72,9 @@ def toy_spm(toy_corpus, tmp_path_factory) -> dict[str, Path]:
     return models
 
 
-def tiny_model(arch: str, vocab: int = 40, **overrides):
-    """An untrained tiny model of ``arch`` without dropout (deterministic outputs)."""
-    torch.manual_seed(0)
+def tiny_model(arch: str, vocab: int = 40, seed: int = 0, **overrides):
+    """An untrained tiny model of ``arch`` without dropout (deterministic outputs), initialised with ``seed``."""
+    torch.manual_seed(seed)
     return build_model({"arch": arch, "preset": "tiny", "dropout": 0.0, **overrides}, vocab, vocab, True).eval()
 
 

@@ -1,4 +1,5 @@
-"""The toolkit comparison harness (benchmarks/compare_toolkits.py) on its quick synthetic task, ours only.
+"""The benchmarks on quick inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its
+synthetic task, ours only, and the search-quality report (benchmarks/search_quality.py) of the toy model.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
 harness's measurement, data preparation and tables are the same code for every system.
@@ -61,3 +62,19 @@ def test_compare_toolkits_prepares_multi30k_from_the_mirror(tmp_path):
     pieces = task.pieces("test", "src").read_text(encoding="utf-8").splitlines()
     assert set(" ".join(pieces).split()) <= set(vocab) | {"<unk>"}
     assert task.decode_pieces(pieces[:3]) == task.lines("test", "src")[:3]
+
+
+def test_search_quality_reports_every_search_of_the_trained_model(trained_model, toy_corpus):
+    model_dir, _ = trained_model
+    argv = [sys.executable, str(REPO / "benchmarks" / "search_quality.py"), "--model", str(model_dir)]
+    argv += ["--src", str(toy_corpus["test.en"]), "--ref", str(toy_corpus["test.de"]), "--trg-lang", "de"]
+    out = subprocess.run([*argv, "--limit", "6", "--threads", "1"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.stdout.splitlines() if line.startswith("|")]
+    beams = {(r[0], r[1]): r for r in rows if r[0].startswith("beam ")}
+    assert set(beams) == {(f"beam {k}", a) for k in (1, 5, 10) for a in ("0.0", "0.6", "1.0")}
+    assert beams["beam 1", "0.0"][2:4] == ["0.0", "0.0"]  # beam 1 without length penalty is greedy search
+    stops = {r[0]: r for r in rows if r[0] in ("exact", "first_k", "never")}
+    assert set(stops) == {"exact", "first_k", "never"}
+    assert stops["never"][3] == "0.0" and stops["never"][2] == stops["exact"][2]  # the exact rule loses nothing
+    assert "(6 sentences)" in out.stdout and all(0 <= float(r[4]) <= 100 for r in beams.values())

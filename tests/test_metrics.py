@@ -3,9 +3,10 @@
 import json
 
 import pytest
+from conftest import assert_one_line
 
-from nmt.errors import DataError
-from nmt.metrics import score_corpus, score_files, write_scores
+from nmt.errors import ConfigError, DataError
+from nmt.metrics import get_metric, score_corpus, score_files, write_scores
 
 # (hypotheses, references, BLEU, chrF, TER): identical text, nothing in common, and a known partial case
 CASES = [
@@ -30,6 +31,18 @@ def test_score_corpus(hyps, refs, bleu, chrf, ter):
 
 def test_bleu_tokenizer_follows_the_target_language():
     assert "tok:zh" in score_corpus(["我爱你"], ["我爱你"], "zh")["bleu"]["signature"]
+
+
+def test_a_tokenizer_without_its_dependencies_is_one_line():
+    try:
+        import mecab_ko  # noqa: F401
+
+        pytest.skip("the Korean tokenizer's dependencies are installed")
+    except ImportError:
+        pass
+    with pytest.raises(ConfigError) as excinfo:
+        get_metric("bleu", "ko")
+    assert_one_line(excinfo, "bleu for target language 'ko'")
 
 
 def test_line_count_mismatch_names_both_files(tmp_path):

@@ -10,9 +10,9 @@ from nmt.search import beam_search, greedy_search, length_penalty, max_output_le
 V = 40
 
 
-def sources(B=6, S=9, seed=0):
+def sources(B=6, S=9, seed=0, vocab=V):
     g = torch.Generator().manual_seed(seed)
-    src = torch.randint(4, V, (B, S), generator=g)
+    src = torch.randint(4, vocab, (B, S), generator=g)
     src[:, -1] = EOS
     src[0, 5:] = PAD
     src[0, 4] = EOS
@@ -31,7 +31,29 @@ def sequence_logprob(model, src_row, hyp):
 def test_beam_size_one_equals_greedy(arch):
     model = tiny_model(arch, V)
     src = sources()
-    assert beam_search(model, src, beam_size=1) == greedy_search(model, src)
+    assert beam_search(model, src, beam_size=1, alpha=0.0) == greedy_search(model, src)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("beam_size", [2, 5])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_stopping_early_returns_what_searching_to_the_limit_returns(arch, beam_size, alpha):
+    """The exact stopping rule never drops a live hypothesis that could still win.
+
+    A vocabulary of 6 makes EOS likely, so sentences finish at many lengths. Stopping once K
+    hypotheses have finished (fairseq's rule, and ours before) fails this for the Transformer
+    with seeds 0, 2, 3 and 5; untrained RNN and ConvS2S models are too flat to show the difference.
+    """
+    for seed in range(6):
+        model = tiny_model(arch, 6, seed=seed)
+        src = sources(B=8, seed=seed, vocab=6)
+        exhaustive = beam_search(model, src, beam_size, alpha, stop="never")
+        assert beam_search(model, src, beam_size, alpha) == exhaustive, f"seed {seed}"
+
+
+def test_unknown_stopping_rule():
+    with pytest.raises(ValueError, match="stop: 'sometimes' is not one of 'exact', 'first_k', 'never'"):
+        beam_search(tiny_model("rnn", V), sources(), stop="sometimes")
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -14,7 +14,9 @@ from conftest import REPO, TOY_MODEL, run_training
 
 from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
 from nmt.config import DecodeConfig, TrainConfig
+from nmt.data import read_lines
 from nmt.errors import DataError
+from nmt.metrics import score_corpus
 from nmt.training import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step
 from nmt.translation import get_device, load_model, translate_lines
 
@@ -41,6 +43,26 @@ def test_training_learns_the_toy_task(trained_model):
     model, src_sp, trg_sp = load_model(model_dir, device)
     hyps = translate_lines(model, src_sp, trg_sp, ["the big dog runs"], DecodeConfig(), device)
     assert hyps == ["der gross hund rennt"]
+
+
+def test_dev_bleu_is_scored_like_the_test_set(toy_corpus, toy_spm, tmp_path, caplog):
+    """Model selection decodes the dev set with the configured search and scores it with the test
+    sets' tokenizer for the target language: the kept model's dev BLEU is what scoring its
+    translation as a test set gives, and the signature says how it was computed."""
+    caplog.set_level("INFO", logger="nmt")
+    summary = run_training(
+        toy_corpus, toy_spm, tmp_path, max_steps=90, valid_every=30, valid_beam_size=3, trg_lang="zh"
+    )
+    signature = summary["valid"]["bleu_signature"]
+    assert "|tok:zh|" in signature and signature.endswith("|search:beam3")
+    assert f"sacreBLEU {signature}" in caplog.text
+    device = get_device("cpu")
+    model, src_sp, trg_sp = load_model(tmp_path, device)
+    src, ref = read_lines(toy_corpus["dev.en"]), read_lines(toy_corpus["dev.de"])
+    hyps = translate_lines(model, src_sp, trg_sp, src, DecodeConfig(method="beam", beam_size=3), device)
+    test_scoring = score_corpus(hyps, ref, "zh")["bleu"]
+    assert round(summary["valid"]["bleu"], 2) == test_scoring["score"]
+    assert signature.startswith(test_scoring["signature"])
 
 
 def test_checkpoints_load_weights_only(trained_model):

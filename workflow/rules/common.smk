@@ -179,13 +179,17 @@ def get_model_options(wildcards):
 
 
 def get_training(wildcards, threads):
-    """The training config of one run: its seed, and ``threads: 0`` resolved to the rule's threads."""
+    """The training config of one run: its seed, the target language of its dev BLEU, and ``threads: 0``
+    resolved to the rule's threads."""
     training = TRAINING[wildcards.model]
-    return dataclasses.replace(training, seed=int(wildcards.seed), threads=training.threads or threads)
+    return dataclasses.replace(
+        training, seed=int(wildcards.seed), trg_lang=wildcards.trg, threads=training.threads or threads
+    )
 
 
 def get_reverse_training(wildcards, threads):
-    return dataclasses.replace(REVERSE_TRAINING, threads=REVERSE_TRAINING.threads or threads)
+    """The reverse model translates into the source language."""
+    return dataclasses.replace(REVERSE_TRAINING, trg_lang=wildcards.src, threads=REVERSE_TRAINING.threads or threads)
 
 
 def get_generation(wildcards):
