@@ -127,6 +127,16 @@ def get_corpus(wildcards):
     return CORPORA[wildcards.corpus]
 
 
+def get_corpus_sources(wildcards):
+    """The user's files (URL or path as configured) of a corpus's source and target, named in cleaning errors."""
+    corpus = CORPORA[wildcards.corpus]
+    return (corpus.source(wildcards.src), corpus.source(wildcards.trg))
+
+
+def get_mono_sources(wildcards):
+    return [CORPORA[name].source(wildcards.trg) for name in config["data"]["mono"]]
+
+
 def get_archive(wildcards):
     """The archive (zip, tar, TSV, OPUS zip) a corpus side is extracted from; none for per-language files."""
     return ["results/data/archive/{corpus}"] if CORPORA[wildcards.corpus].archived else []
