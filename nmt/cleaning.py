@@ -11,7 +11,6 @@ import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import ExitStack
 from itertools import zip_longest
 from pathlib import Path
 from typing import IO
@@ -19,7 +18,7 @@ from typing import IO
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from nmt.atomic import atomic_text
+from nmt.atomic import atomic_text, atomic_texts
 from nmt.config import CleanConfig
 from nmt.errors import DataError
 from nmt.filters import ANSI_CODE, PAIR_FILTERS, Normalizer, PairFilter
@@ -204,9 +203,7 @@ def clean_corpus(
     held_out = _eval_digests(exclude, (src_lang, trg_lang), config) if config.decontaminate else set()
     seen: set[bytes] = set()
     lines_in = kept = 0
-    with ExitStack() as stack:
-        src_f = stack.enter_context(atomic_text(src_out))
-        trg_f = stack.enter_context(atomic_text(trg_out))
+    with atomic_texts(src_out, trg_out) as (src_f, trg_f):
         chunks = _filter_chunks(src_in, trg_in, config, src_lang, trg_lang, threads, invalid)
         for reasons, src_lines, trg_lines in chunks:
             for reason, src, trg in zip(reasons, src_lines, trg_lines, strict=True):
@@ -326,9 +323,10 @@ def _shuffle_pairs(src_path: Path, trg_path: Path, seed: int) -> None:
     """Shuffle two line-aligned files in the same order, holding only the line offsets in memory."""
     offsets = [_line_offsets(src_path), _line_offsets(trg_path)]
     order = np.random.default_rng(seed).permutation(len(offsets[0]) - 1)
-    for path, starts in zip((src_path, trg_path), offsets, strict=True):
-        with open(path, "rb") as f, atomic_text(path) as out:
-            for i in order:
+    # Both sides in one atomic_texts: a failure never leaves one side shuffled and the other not.
+    with open(src_path, "rb") as src_f, open(trg_path, "rb") as trg_f, atomic_texts(src_path, trg_path) as outs:
+        for i in order:
+            for f, starts, out in zip((src_f, trg_f), offsets, outs, strict=True):
                 f.seek(starts[i])
                 out.write(f.read(starts[i + 1] - starts[i]).decode("utf-8"))
 
@@ -483,7 +481,7 @@ def prepare_eval_set(
     """
     src_norm = Normalizer(src_lang, punctuation)
     count = 0
-    with atomic_text(src_out) as src_f, atomic_text(ref_out) as ref_f:
+    with atomic_texts(src_out, ref_out) as (src_f, ref_f):
         for count, (src, ref) in enumerate(_zip_aligned(src_in, ref_in), start=1):
             for path, line in ((src_in, src), (ref_in, ref)):
                 if line is None:
