@@ -485,7 +485,7 @@ def prepare_eval_set(
         for count, (src, ref) in enumerate(_zip_aligned(src_in, ref_in), start=1):
             for path, line in ((src_in, src), (ref_in, ref)):
                 if line is None:
-                    raise DataError(f"{path}: line {count} is not valid UTF-8")
+                    raise DataError(f"{path}: line {count} is not valid UTF-8{guess_encoding(path)}")
             src_f.write(src_norm(src) + "\n")
             ref_f.write(ref + "\n")
         if count == 0:

@@ -127,7 +127,8 @@ CASES = [
     ("missing-file", lambda t: str(prepare_eval_set(t / "nope.de", t / "nope.en", t / "a", t / "b", "de")),
      "{t}/nope.de: no such file"),
     ("empty-test-set", lambda t: eval_set(t, b"", []), "{t}/test.de: corpus is empty"),
-    ("test-set-invalid-utf8", lambda t: eval_set(t, LATIN1, ENGLISH), "{t}/test.de: line 1 is not valid UTF-8"),
+    ("test-set-invalid-utf8", lambda t: eval_set(t, LATIN1, ENGLISH),
+     "{t}/test.de: line 1 is not valid UTF-8; it looks like Latin-1/cp1252"),
     ("sha256-mismatch", sha256_mismatch, "{t}/corpus.de: sha256 mismatch, expected 0000"),
     # Cleaning: counted drops and silent repairs
     ("few-invalid-lines", lambda t: clean(t, GERMAN * 4 + [b"\x81"], ENGLISH * 4 + ["x"], dedup=False),

@@ -355,7 +355,7 @@ def test_prepare_eval_set_invalid_utf8(tmp_path: Path) -> None:
     ref = write_lines(tmp_path / "test.en", ["x", b"y \xe9"])
     with pytest.raises(DataError) as excinfo:
         prepare_eval_set(src, ref, tmp_path / "out" / "src", tmp_path / "out" / "ref", "de")
-    assert assert_one_line(excinfo, ref) == f"{ref}: line 2 is not valid UTF-8"
+    assert assert_one_line(excinfo, ref) == f"{ref}: line 2 is not valid UTF-8; it looks like Latin-1/cp1252"
     assert list((tmp_path / "out").iterdir()) == []
 
 
