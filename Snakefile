@@ -48,6 +48,11 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 
 
+# Temp files (.NAME.PID.tmp) that jobs killed together with Snakemake (kill -9) left are removed at the next run.
+onstart:
+    remove_stale_temp_files("results")
+
+
 rule all:
     input:
         "results/tables/scores.csv",

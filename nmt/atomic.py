@@ -1,27 +1,65 @@
 """Atomic text output: readers (and a resumed run) never see half a file."""
 
+import errno
+import logging
 import os
+import re
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
+
+from nmt.errors import OutputError
+
+log = logging.getLogger(__name__)
+
+# ".{name}.{pid}.tmp": the temp file of a writer with that process id (atomic_text, downloads, imports).
+TEMP_NAME = re.compile(r"^\..+\.(\d+)\.tmp$")
+# What a failed write says: the file system is full, or the file hit a size limit (ulimit -f, quota).
+NO_SPACE = {errno.ENOSPC: "no space left on device", errno.EFBIG: "file too large (file size limit)"}
+if hasattr(errno, "EDQUOT"):
+    NO_SPACE[errno.EDQUOT] = "disk quota exceeded"
 
 
 @contextmanager
 def atomic_text(path: str | Path) -> Iterator[IO[str]]:
     """Open a temp file next to ``path`` for writing UTF-8 text; move it to ``path`` only on success.
 
-    The temp file sits in the same folder, so ``os.replace`` is a rename on one file system.
+    The temp file sits in the same folder, so ``os.replace`` is a rename on one file system. On any
+    error it is removed; a full disk or file size limit becomes an :class:`OutputError` naming ``path``.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with atomic_texts(path) as (f,):
+        yield f
+
+
+@contextmanager
+def atomic_texts(*paths: str | Path) -> Iterator[list[IO[str]]]:
+    """:func:`atomic_text` for files that belong together (the two sides of a corpus): all appear, or none.
+
+    Every file is closed (flushed) before the first is moved into place, so a full disk while
+    writing any of them leaves none behind.
+    """
+    paths = [Path(p) for p in paths]
+    tmps = [p.with_name(f".{p.name}.{os.getpid()}.tmp") for p in paths]
+    files: list[IO[str]] = []
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            yield f
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+        for path, tmp in zip(paths, tmps, strict=True):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            files.append(open(tmp, "w", encoding="utf-8", newline="\n"))
+        yield files
+        for f in files:
+            f.close()
+        for tmp, path in zip(tmps, paths, strict=True):
+            os.replace(tmp, path)
+    except BaseException as e:
+        for f in files:
+            with suppress(OSError):  # flushing the rest of a full disk's buffer fails again
+                f.close()
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.errno in NO_SPACE:
+            raise OutputError(f"{', '.join(map(str, paths))}: {NO_SPACE[e.errno]}") from None
         raise
 
 
@@ -29,3 +67,45 @@ def write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through :func:`atomic_text`."""
     with atomic_text(path) as f:
         f.write(text)
+
+
+def remove_stale_temp_files(root: str | Path, min_age: float = 600.0) -> list[Path]:
+    """Remove the temp files ``.{name}.{pid}.tmp`` under ``root`` that a killed writer left behind.
+
+    A file is stale when no process with its pid runs on this machine and it has not changed for
+    ``min_age`` seconds (a writer on another node of a cluster has a pid that means nothing here,
+    but it keeps its file fresh).
+
+    :param root: the folder to search (``results``); nothing happens if it does not exist
+    :param min_age: seconds since the last change before a file of a dead pid is removed
+    :return: the removed files
+    """
+    removed = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            match = TEMP_NAME.match(name)
+            path = Path(folder, name)
+            if match is None or _is_running(int(match.group(1))):
+                continue
+            try:
+                if os.path.getmtime(path) <= time.time() - min_age:
+                    path.unlink()
+                    removed.append(path)
+            except FileNotFoundError:  # its writer finished or removed it meanwhile
+                continue
+    if removed:
+        log.info("removed %d stale temporary files under %s", len(removed), root)
+    return removed
+
+
+def _is_running(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (signal 0 checks without sending anything)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    except OverflowError:
+        return False
+    return True

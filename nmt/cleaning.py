@@ -11,7 +11,6 @@ import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import ExitStack
 from itertools import zip_longest
 from pathlib import Path
 from typing import IO
@@ -19,23 +18,26 @@ from typing import IO
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from nmt.atomic import atomic_text
+from nmt.atomic import atomic_text, atomic_texts
 from nmt.config import CleanConfig
 from nmt.errors import DataError
-from nmt.filters import PAIR_FILTERS, Normalizer, PairFilter
+from nmt.filters import ANSI_CODE, PAIR_FILTERS, Normalizer, PairFilter
 
 log = logging.getLogger(__name__)
 
 GZIP_MAGIC = b"\x1f\x8b"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 BOM = b"\xef\xbb\xbf"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 # Bytes of a non-gzip file named .gz/.xz that must be text before we read it as plain text.
 SNIFF_BYTES = 1 << 16
 FILTERS = (*PAIR_FILTERS, "in_eval", "duplicate", "max_pairs")
 # Pairs per chunk handed to a worker process.
 CHUNK_PAIRS = 5000
-MONO_FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "duplicate", "in_eval", "max_sentences")
+MONO_FILTERS = ("invalid_utf8", "empty", "ansi_code", "too_short", "too_long", "duplicate", "in_eval", "max_sentences")
 _MISSING = object()
+# Share of a file's lines that are not valid UTF-8 above which a warning names the file.
+WARN_INVALID_UTF8 = 0.01
 
 
 def open_text(path: str | Path) -> Iterator[str | None]:
@@ -68,6 +70,8 @@ def _read_lines(stream: IO[bytes], path: Path, kind: str) -> Iterator[str | None
         for number, raw in enumerate(stream):
             if number == 0 and raw.startswith(BOM):
                 raw = raw[len(BOM) :]
+            if number == 0 and (raw.startswith(UTF16_BOMS) or 4 * raw.count(b"\x00") > len(raw)):
+                raise DataError(f"{path}: looks like UTF-16 (byte order mark or NUL bytes), not UTF-8; convert it")
             raw = raw.removesuffix(b"\n").removesuffix(b"\r")
             try:
                 yield raw.decode("utf-8")
@@ -106,6 +110,51 @@ def _looks_like_text(head: bytes) -> bool:
     return b"\x00" not in head
 
 
+def check_encoding(path: str | Path, source: str, invalid: int, lines: int, max_share: float) -> None:
+    """Warn (above 1%) or stop (above ``max_share``) when ``invalid`` of the ``lines`` of a file are not UTF-8.
+
+    :param path: the file as read (the downloaded copy)
+    :param source: the user's file as configured (URL or path), named first in the message
+    :param invalid: lines that are not valid UTF-8
+    :param lines: all lines of the file
+    :param max_share: ``cleaning.max_invalid_utf8``
+    :raises DataError: if the share of invalid lines is above ``max_share``
+    """
+    share = invalid / max(lines, 1)
+    if invalid == 0 or share <= min(WARN_INVALID_UTF8, max_share):
+        return
+    where = source if str(source) == str(path) else f"{source} (read from {path})"
+    message = f"{where}: {invalid:,} of {lines:,} lines ({share:.1%}) are not valid UTF-8{guess_encoding(path)}"
+    if share > max_share:
+        advice = "convert it to UTF-8 (e.g. iconv -f cp1252 -t utf-8) or raise cleaning.max_invalid_utf8"
+        raise DataError(f"{message}; {advice}")
+    log.warning("%s; they are dropped", message)
+
+
+def guess_encoding(path: str | Path, sample: int = 200) -> str:
+    """A hint at the encoding of a file whose lines are not UTF-8, from the first ``sample`` such lines.
+
+    :return: ``"; it looks like Latin-1/cp1252"`` if every such line decodes as cp1252, else ``""``
+    """
+    bad = []
+    with open(path, "rb") as f:
+        stream, _ = _open_stream(f, Path(path))
+        with stream:
+            for raw in stream:
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    bad.append(raw)
+                    if len(bad) == sample:
+                        break
+    try:
+        for raw in bad:
+            raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return ""
+    return "; it looks like Latin-1/cp1252"
+
+
 def clean_corpus(
     src_in: str | Path,
     trg_in: str | Path,
@@ -117,11 +166,12 @@ def clean_corpus(
     trg_lang: str,
     exclude: list[str | Path] = (),
     threads: int = 1,
+    sources: tuple[str, str] | None = None,
 ) -> dict:
     """Normalize and filter a parallel training corpus, streaming both sides in lockstep.
 
     Each pair is dropped by the first filter that matches, in the order of :data:`FILTERS`: the
-    per-pair filters of :class:`nmt.filters.PairFilter` (``invalid_utf8``, ``empty``, ``too_short``,
+    per-pair filters of :class:`nmt.filters.PairFilter` (``invalid_utf8``, ``empty``, ``ansi_code``, ``too_short``,
     ``too_long``, ``long_token``, ``ratio``, ``copy``, ``alpha``, ``langid``), then ``in_eval``
     (with ``config.decontaminate``: the source or target sentence is a line of an ``exclude`` file,
     compared after normalization), ``duplicate`` (the same pair seen before, if ``config.dedup``) and
@@ -142,17 +192,20 @@ def clean_corpus(
     :param trg_lang: target language code
     :param exclude: dev/test files (either language) whose sentences must not occur in the training data
     :param threads: worker processes for the per-pair filters
+    :param sources: the user's source and target files as configured (URLs or paths), named in messages
     :return: the report: ``src``, ``trg``, ``lines_in``, ``kept`` and per-filter ``dropped``
-    :raises DataError: if the files differ in line count, the corpus is empty or every pair is dropped
+    :raises DataError: if the files differ in line count, the corpus is empty, more than
+        ``config.max_invalid_utf8`` of a side's lines are not UTF-8, or every pair is dropped
     """
+    sources = sources or (str(src_in), str(trg_in))
+    invalid = [0, 0]  # lines that are not UTF-8, per side
     dropped = dict.fromkeys(FILTERS, 0)
     held_out = _eval_digests(exclude, (src_lang, trg_lang), config) if config.decontaminate else set()
     seen: set[bytes] = set()
     lines_in = kept = 0
-    with ExitStack() as stack:
-        src_f = stack.enter_context(atomic_text(src_out))
-        trg_f = stack.enter_context(atomic_text(trg_out))
-        for reasons, src_lines, trg_lines in _filter_chunks(src_in, trg_in, config, src_lang, trg_lang, threads):
+    with atomic_texts(src_out, trg_out) as (src_f, trg_f):
+        chunks = _filter_chunks(src_in, trg_in, config, src_lang, trg_lang, threads, invalid)
+        for reasons, src_lines, trg_lines in chunks:
             for reason, src, trg in zip(reasons, src_lines, trg_lines, strict=True):
                 lines_in += 1
                 if reason is None and held_out and (_digest(src) in held_out or _digest(trg) in held_out):
@@ -171,6 +224,8 @@ def clean_corpus(
                 kept += 1
         if lines_in == 0:
             raise DataError(f"{src_in}: corpus is empty")
+        for path, source, count in zip((src_in, trg_in), sources, invalid, strict=True):
+            check_encoding(path, source, count, lines_in, config.max_invalid_utf8)
         if kept == 0:
             counts = ", ".join(f"{k}={v}" for k, v in dropped.items() if v)
             raise DataError(f"{src_in}: all {lines_in} lines were dropped by the filters ({counts})")
@@ -183,10 +238,19 @@ def clean_corpus(
 
 
 def _filter_chunks(
-    src_in: str | Path, trg_in: str | Path, config: CleanConfig, src_lang: str, trg_lang: str, threads: int
+    src_in: str | Path,
+    trg_in: str | Path,
+    config: CleanConfig,
+    src_lang: str,
+    trg_lang: str,
+    threads: int,
+    invalid: list[int],
 ) -> Iterator[tuple[list[str | None], list[str], list[str]]]:
-    """Yield (drop reasons, normalized sources, normalized targets) per chunk of pairs, in corpus order."""
-    chunks = _chunked(_zip_aligned(src_in, trg_in), CHUNK_PAIRS)
+    """Yield (drop reasons, normalized sources, normalized targets) per chunk of pairs, in corpus order.
+
+    ``invalid`` counts the lines of each side that are not valid UTF-8.
+    """
+    chunks = _chunked(_count_invalid(_zip_aligned(src_in, trg_in), invalid), CHUNK_PAIRS)
     if threads <= 1:
         pair_filter = PairFilter(config, src_lang, trg_lang)
         with threadpool_limits(limits=1):  # language identification's small products run faster on one BLAS thread
@@ -201,6 +265,13 @@ def _filter_chunks(
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+
+def _count_invalid(pairs: Iterator[tuple[str | None, str | None]], invalid: list[int]) -> Iterator:
+    for src, trg in pairs:
+        invalid[0] += src is None
+        invalid[1] += trg is None
+        yield src, trg
 
 
 def _chunked(pairs: Iterator[tuple[str | None, str | None]], size: int) -> Iterator[list]:
@@ -252,9 +323,10 @@ def _shuffle_pairs(src_path: Path, trg_path: Path, seed: int) -> None:
     """Shuffle two line-aligned files in the same order, holding only the line offsets in memory."""
     offsets = [_line_offsets(src_path), _line_offsets(trg_path)]
     order = np.random.default_rng(seed).permutation(len(offsets[0]) - 1)
-    for path, starts in zip((src_path, trg_path), offsets, strict=True):
-        with open(path, "rb") as f, atomic_text(path) as out:
-            for i in order:
+    # Both sides in one atomic_texts: a failure never leaves one side shuffled and the other not.
+    with open(src_path, "rb") as src_f, open(trg_path, "rb") as trg_f, atomic_texts(src_path, trg_path) as outs:
+        for i in order:
+            for f, starts, out in zip((src_f, trg_f), offsets, outs, strict=True):
                 f.seek(starts[i])
                 out.write(f.read(starts[i + 1] - starts[i]).decode("utf-8"))
 
@@ -292,11 +364,12 @@ def clean_monolingual(
     exclude: list[str | Path] = (),
     max_sentences: int | None = None,
     seed: int = 1,
+    sources: list[str] | None = None,
 ) -> dict:
     """Normalize and filter monolingual corpora into one file, e.g. target-language text to back-translate.
 
     Sentences are normalized like parallel data and dropped by the first matching filter:
-    ``invalid_utf8``, ``empty``, ``too_short``, ``too_long`` (``config`` token limits), ``duplicate``
+    ``invalid_utf8``, ``empty``, ``ansi_code``, ``too_short``, ``too_long`` (``config`` token limits), ``duplicate``
     (if ``config.dedup``), ``in_eval`` (the sentence, once normalized, is a line of an ``exclude``
     file: dev and test references must not leak into training), ``max_sentences`` (a uniform random
     sample of that size is kept, reservoir-style, in the original order; reproducible by ``seed``).
@@ -309,8 +382,10 @@ def clean_monolingual(
     :param exclude: files whose (normalized) lines are removed
     :param max_sentences: keep at most this many sentences; None keeps all
     :param seed: seed of the sample
+    :param sources: the user's files as configured (URLs or paths), one per input, named in messages
     :return: the report dict
-    :raises DataError: if the inputs are empty or every sentence is dropped
+    :raises DataError: if the inputs are empty, more than ``config.max_invalid_utf8`` of a file's lines
+        are not UTF-8, or every sentence is dropped
     """
     norm = Normalizer(lang, config.normalize_punctuation)
     held_out = _eval_digests(exclude, (lang, lang), config)
@@ -319,20 +394,15 @@ def clean_monolingual(
     rng = random.Random(seed)
     sample: list[tuple[int, str]] = []  # (position among the sentences that passed the filters, sentence)
     lines_in = passed = 0
-    for path in inputs:
+    for path, source in zip(inputs, sources or map(str, inputs), strict=True):
+        file_lines = file_invalid = 0
         for line in open_text(path):
-            lines_in += 1
+            file_lines += 1
             if line is None:
-                dropped["invalid_utf8"] += 1
+                file_invalid += 1
                 continue
             line = norm(line)
-            n = len(line.split())
-            reason = (
-                "empty" if not line
-                else "too_short" if n < config.min_length
-                else "too_long" if n > config.max_length
-                else None
-            )  # fmt: skip
+            reason = _sentence_reason(line, config)
             key = _digest(line)
             if reason is None and config.dedup:
                 reason = "duplicate" if key in seen else None
@@ -350,6 +420,9 @@ def clean_monolingual(
                 if j < max_sentences:
                     sample[j] = (passed, line)
             passed += 1
+        check_encoding(path, source, file_invalid, file_lines, config.max_invalid_utf8)
+        lines_in += file_lines
+        dropped["invalid_utf8"] += file_invalid
     if lines_in == 0:
         raise DataError(f"{inputs[0]}: corpus is empty")
     if not sample:
@@ -365,6 +438,18 @@ def clean_monolingual(
         f.write("\n")
     log.info("%s: kept %d of %d sentences, dropped %s", output, len(sample), lines_in, dropped)
     return result
+
+
+def _sentence_reason(line: str, config: CleanConfig) -> str | None:
+    """The first filter of ``empty``, ``ansi_code``, ``too_short``, ``too_long`` that drops a normalized line."""
+    n = len(line.split())
+    return (
+        "empty" if not line
+        else "ansi_code" if ANSI_CODE.search(line)
+        else "too_short" if n < config.min_length
+        else "too_long" if n > config.max_length
+        else None
+    )  # fmt: skip
 
 
 def _digest(text: str) -> bytes:
@@ -396,11 +481,11 @@ def prepare_eval_set(
     """
     src_norm = Normalizer(src_lang, punctuation)
     count = 0
-    with atomic_text(src_out) as src_f, atomic_text(ref_out) as ref_f:
+    with atomic_texts(src_out, ref_out) as (src_f, ref_f):
         for count, (src, ref) in enumerate(_zip_aligned(src_in, ref_in), start=1):
             for path, line in ((src_in, src), (ref_in, ref)):
                 if line is None:
-                    raise DataError(f"{path}: line {count} is not valid UTF-8")
+                    raise DataError(f"{path}: line {count} is not valid UTF-8{guess_encoding(path)}")
             src_f.write(src_norm(src) + "\n")
             ref_f.write(ref + "\n")
         if count == 0:

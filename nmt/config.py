@@ -117,6 +117,19 @@ class CorpusConfig:
         """The URL or path of the url/local importers."""
         return self.url if self.importer == "url" else self.path
 
+    def source(self, lang: str) -> str:
+        """The user's file of one language as configured (URL or path, archive member, TSV column), for messages."""
+        if self.importer == "opus":
+            return f"OPUS {self.corpus} {self.version} {self.pair} ({lang})"
+        if self.importer == "sacrebleu":
+            return f"sacrebleu {self.test_set} {self.langpair} ({lang})"
+        location = self.location.replace("{lang}", lang)
+        if self.member is not None:
+            return f"{location}, member {self.member.replace('{lang}', lang)}"
+        if self.tsv_columns:
+            return f"{location}, column {self.tsv_columns.get(lang)}"
+        return location
+
     @property
     def archived(self) -> bool:
         """Whether one fetched file (archive or TSV) serves every language, so it is fetched once."""
@@ -129,6 +142,7 @@ class CleanConfig:
     whitespace-separated tokens."""
 
     normalize_punctuation: bool = True
+    max_invalid_utf8: float = 0.1
     min_length: int = 1
     max_length: int = 100
     max_token_chars: int | None = 100
@@ -152,7 +166,7 @@ class CleanConfig:
             max_ratio=self.max_ratio,
             max_pairs=self.max_pairs,
         )
-        for name in ("min_alpha", "langid_threshold"):
+        for name in ("max_invalid_utf8", "min_alpha", "langid_threshold"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"{where}.{name}: must be in [0, 1], got {getattr(self, name)}")
 

@@ -19,3 +19,7 @@ class DownloadError(NmtError):
 
 class TrainingError(NmtError):
     """Training could not go on, e.g. a data-parallel process failed."""
+
+
+class OutputError(NmtError):
+    """An output file could not be written: the disk is full or a file size limit was reached."""

@@ -6,6 +6,7 @@ stays in :func:`nmt.cleaning.clean_corpus`.
 """
 
 import logging
+import re
 import unicodedata
 
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
@@ -18,7 +19,12 @@ log = logging.getLogger(__name__)
 # Zero-width (non-)joiners are format characters (Cf) that spell words in Persian and Indic scripts.
 KEEP_FORMAT_CHARS = {"\u200c", "\u200d"}
 # Filter names in the order they are tried; the first that matches drops the pair.
-PAIR_FILTERS = ("invalid_utf8", "empty", "too_short", "too_long", "long_token", "ratio", "copy", "alpha", "langid")
+PAIR_FILTERS = (
+    "invalid_utf8", "empty", "ansi_code", "too_short", "too_long", "long_token", "ratio", "copy", "alpha", "langid"
+)  # fmt: skip
+# A terminal colour code (SGR, e.g. ``[31m``, ``[1;32m``) whose ESC byte was removed as a control character:
+# text copied from a terminal or a log, not a sentence.
+ANSI_CODE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
 
 
 class Normalizer:
@@ -117,6 +123,8 @@ class PairFilter:
         config = self.config
         if not src or not trg:
             return "empty"
+        if ANSI_CODE.search(src) or ANSI_CODE.search(trg):
+            return "ansi_code"
         src_tokens, trg_tokens = src.split(), trg.split()
         src_len, trg_len = len(src_tokens), len(trg_tokens)
         if min(src_len, trg_len) < config.min_length:

@@ -12,6 +12,7 @@ from torch import nn
 
 from nmt.attention import MultiHeadAttention
 from nmt.data import PAD
+from nmt.errors import ConfigError
 
 
 @dataclass
@@ -28,6 +29,17 @@ class TransformerConfig:
     share_embeddings: bool = True
     tie_output: bool = True
     max_positions: int = 1024
+
+    def check(self, where: str) -> None:
+        for name in ("d_model", "n_heads", "ff_dim", "enc_layers", "dec_layers", "max_positions"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{where}.{name}: must be > 0, got {getattr(self, name)}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"{where}.n_heads: d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        if self.d_model % 2:
+            raise ConfigError(f"{where}.d_model: must be even (sine and cosine positions), got {self.d_model}")
 
 
 # Named layouts; "base" and "big" are table 3 of the paper, "small"/"tiny" are our CPU sizes.

@@ -127,10 +127,70 @@ def test_one_megabyte_line_is_too_long(tmp_path: Path) -> None:
 def test_invalid_utf8_dropped_without_misalignment(tmp_path: Path) -> None:
     src = ["eins zwei", b"kaputt \xff\xfe zeile", "drei vier", "f\xfcnf sechs"]
     trg = ["one two", "broken line", "three four", b"five \xc3 six"]
-    report = run_clean(tmp_path, src, trg)
+    report = run_clean(tmp_path, src, trg, max_invalid_utf8=0.5)
     assert report["dropped"]["invalid_utf8"] == 2
     assert read_lines(tmp_path / "out" / "train.de") == ["eins zwei", "drei vier"]
     assert read_lines(tmp_path / "out" / "train.en") == ["one two", "three four"]
+
+
+# German sentences with umlauts, as a Latin-1 (cp1252) file: most lines are not UTF-8.
+LATIN1 = ["Ein Mädchen läuft.", "Zwei Hunde spielen.", "Der Bär schläft.", "Grüße aus Köln.", "Ein Fußball."]
+
+
+def test_latin1_corpus_stops_cleaning_naming_the_configured_file(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "raw.de", [line.encode("cp1252") for line in LATIN1 * 20])
+    trg = write_lines(tmp_path / "raw.en", [f"sentence {i}" for i in range(100)])
+    out = tmp_path / "out"
+    url = "https://example.org/corpus.de.gz"
+    with pytest.raises(DataError) as excinfo:
+        clean_corpus(
+            src, trg, out / "t.de", out / "t.en", out / "r.tsv", CleanConfig(langid=False), "de", "en",
+            sources=(url, "https://example.org/corpus.en.gz"),
+        )  # fmt: skip
+    message = assert_one_line(excinfo, url, src, "80 of 100 lines (80.0%) are not valid UTF-8")
+    assert "looks like Latin-1/cp1252" in message and "cleaning.max_invalid_utf8" in message
+    assert list(out.iterdir()) == []
+
+
+def test_few_invalid_lines_are_dropped_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    src = [f"Satz Nummer {i}" for i in range(50)] + [b"kaputt \x81"]  # 0x81: not cp1252 either
+    report = run_clean(tmp_path, src, [f"sentence number {i}" for i in range(51)])
+    assert report["dropped"]["invalid_utf8"] == 1 and report["kept"] == 50
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [f"{tmp_path / 'raw.de'}: 1 of 51 lines (2.0%) are not valid UTF-8; they are dropped"]
+
+
+def test_latin1_monolingual_corpus_stops_cleaning(tmp_path: Path) -> None:
+    good = write_lines(tmp_path / "good.de", [f"Satz {i}" for i in range(100)])
+    bad = write_lines(tmp_path / "bad.de", [line.encode("cp1252") for line in LATIN1 * 4])
+    with pytest.raises(DataError) as excinfo:
+        clean_monolingual(
+            [good, bad], tmp_path / "o.de", tmp_path / "r.json", CleanConfig(), "de", sources=["g.de", "/data/bad.de"]
+        )
+    assert_one_line(excinfo, "/data/bad.de", bad, "16 of 20 lines", "looks like Latin-1/cp1252")
+    assert not (tmp_path / "o.de").exists()
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_file_is_named_as_such(tmp_path: Path, codec: str) -> None:
+    src = tmp_path / "raw.de"
+    src.write_bytes("".join(f"Satz {i}\n" for i in range(10)).encode(codec))
+    write_lines(tmp_path / "raw.en", [f"sentence {i}" for i in range(10)])
+    with pytest.raises(DataError) as excinfo:
+        clean_corpus(
+            src, tmp_path / "raw.en", tmp_path / "a", tmp_path / "b", tmp_path / "r", CleanConfig(), "de", "en"
+        )
+    assert_one_line(excinfo, src, "looks like UTF-16")
+
+
+def test_ansi_colour_codes_are_dropped_and_counted(tmp_path: Path) -> None:
+    src = ["Ein \x1b[31mroter\x1b[0m Satz", "Ein [1;32mgrüner Satz", "Ein Satz [1] mit Zitat"]
+    report = run_clean(tmp_path, src, ["a red sentence", "a green sentence", "a sentence [1] with a citation"])
+    assert report["dropped"]["ansi_code"] == 2 and report["kept"] == 1
+    assert read_lines(tmp_path / "out" / "train.de") == ["Ein Satz [1] mit Zitat"]
+    mono = write_lines(tmp_path / "mono.de", src)
+    report = clean_monolingual([mono], tmp_path / "o.de", tmp_path / "r.json", CleanConfig(), "de")
+    assert report["dropped"]["ansi_code"] == 2 and report["kept"] == 1
 
 
 def test_line_count_mismatch(tmp_path: Path) -> None:
@@ -295,7 +355,7 @@ def test_prepare_eval_set_invalid_utf8(tmp_path: Path) -> None:
     ref = write_lines(tmp_path / "test.en", ["x", b"y \xe9"])
     with pytest.raises(DataError) as excinfo:
         prepare_eval_set(src, ref, tmp_path / "out" / "src", tmp_path / "out" / "ref", "de")
-    assert assert_one_line(excinfo, ref) == f"{ref}: line 2 is not valid UTF-8"
+    assert assert_one_line(excinfo, ref) == f"{ref}: line 2 is not valid UTF-8; it looks like Latin-1/cp1252"
     assert list((tmp_path / "out").iterdir()) == []
 
 
@@ -338,7 +398,8 @@ def test_clean_monolingual_filters_and_excludes_eval_sentences(tmp_path: Path) -
     mono = write_lines(tmp_path / "mono.de", lines)
     part2 = write_lines(tmp_path / "mono2.de", ["Ein Test-Satz.", "Noch einer."])
     ref = write_lines(tmp_path / "test.de", ["Zwei Katzen «schlafen»"])  # normalized, it equals line 4
-    report = clean_monolingual([mono, part2], tmp_path / "out.de", tmp_path / "r.json", CleanConfig(), "de", [ref])
+    config = CleanConfig(max_invalid_utf8=0.2)
+    report = clean_monolingual([mono, part2], tmp_path / "out.de", tmp_path / "r.json", config, "de", [ref])
     assert read_lines(tmp_path / "out.de") == ["Ein Hund.", "Ein Test-Satz.", "Noch einer."]
     assert report["lines_in"] == 8 and report["kept"] == 3
     expected = {"invalid_utf8": 1, "empty": 1, "duplicate": 1, "in_eval": 1, "too_long": 1}

@@ -98,11 +98,28 @@ def test_schema_documents_every_field_with_the_code_default(properties, cls):
         ({"arch": "lstm"}, "models.x.arch: 'lstm' is not one of"),
         ({"arch": "transformer", "preset": "huge"}, "models.x.preset: 'huge' is not a transformer preset"),
         ({"arch": "transformer", "d_modle": 3}, "models.x: unknown key 'd_modle'"),
+        ({"arch": "transformer", "enc_layers": -2}, "models.x.enc_layers: must be > 0, got -2"),
+        ({"arch": "transformer", "dec_layers": 0}, "models.x.dec_layers: must be > 0, got 0"),
+        ({"arch": "transformer", "n_heads": 0}, "models.x.n_heads: must be > 0, got 0"),
+        ({"arch": "transformer", "d_model": 250, "n_heads": 4}, "models.x.n_heads: d_model 250 is not divisible by"),
+        ({"arch": "transformer", "d_model": 65, "n_heads": 5}, "models.x.d_model: must be even"),
+        ({"arch": "transformer", "dropout": 1.5}, "models.x.dropout: must be in \\[0, 1\\), got 1.5"),
+        ({"arch": "transformer", "ff_dim": 0}, "models.x.ff_dim: must be > 0"),
+        ({"arch": "transformer", "max_positions": 0}, "models.x.max_positions: must be > 0"),
+        ({"arch": "rnn", "enc_layers": -2}, "models.x.enc_layers: must be > 0, got -2"),
+        ({"arch": "rnn", "hidden_size": 0}, "models.x.hidden_size: must be > 0"),
+        ({"arch": "rnn", "dropout": 1.5}, "models.x.dropout: must be in \\[0, 1\\), got 1.5"),
+        ({"arch": "convs2s", "kernel_size": (2,)}, "models.x.kernel_size: must be odd"),
+        ({"arch": "convs2s", "kernel_size": (0,)}, "models.x.kernel_size: must be positive integers"),
+        ({"arch": "convs2s", "channels": (256, 256)}, "models.x.channels: needs one value or one per layer"),
+        ({"arch": "convs2s", "max_positions": 0}, "models.x.max_positions: must be > 0"),
+        ({"arch": "convs2s", "dropout": -0.1}, "models.x.dropout: must be in \\[0, 1\\)"),
     ],
 )
 def test_model_options_are_checked(options, message):
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as excinfo:
         resolve_model_options(options, "models.x")
+    assert "\n" not in str(excinfo.value)
 
 
 def test_presets_match_the_paper():

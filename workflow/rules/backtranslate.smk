@@ -15,6 +15,7 @@ rule clean_monolingual:
         cleaning=CLEANING,
         max_sentences=BT["max_sentences"],
         seed=BT["seed"],
+        sources=get_mono_sources,
     log:
         "results/logs/clean_monolingual/{src}-{trg}.log",
     resources:

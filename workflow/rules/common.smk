@@ -9,6 +9,7 @@ import yaml
 from jsonschema.exceptions import best_match
 from snakemake.utils import validate
 
+from nmt.atomic import remove_stale_temp_files
 from nmt.download import MIRROR_ENV
 from nmt.config import (
     CleanConfig,
@@ -43,6 +44,36 @@ def check_config(config, schema_path):
             sys.exit(f"config error: key '{where}.seed': set the top-level list 'seeds' instead (e.g. seeds: [1, 2, 3])")
 
 
+def check_data(config):
+    """Raise ConfigError on a data section that names undefined corpora, trains on a dev/test set, or a pair
+    whose languages a corpus cannot provide."""
+    eval_sets = [config["data"]["dev"], *config["data"]["test"]]
+    for role in ("train", "dev", "test", "mono"):
+        names = config["data"][role]
+        for name in [names] if isinstance(names, str) else names:
+            if name not in config["corpora"]:
+                raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
+            if role in ("train", "mono") and name in eval_sets:
+                raise ConfigError(f"data.{role}: corpus '{name}' is also a dev/test set (data.dev, data.test)")
+    for pair in config["pairs"]:
+        src, trg = pair.split("-")
+        if src == trg:
+            raise ConfigError(f"pairs: '{pair}' translates a language into itself")
+        needs = [(name, lang) for name in config["data"]["train"] + eval_sets for lang in (src, trg)]
+        for name, lang in needs + [(name, trg) for name in config["data"]["mono"]]:
+            columns = config["corpora"][name].get("tsv_columns")
+            if columns and lang not in columns:
+                raise ConfigError(f"corpora.{name}.tsv_columns: no column for '{lang}' (needed by pair {pair})")
+
+
+def defined(key, name, names):
+    """``name`` if it is one of ``names``; otherwise exit with one line: a requested path names a ``key`` entry
+    (model, pair, corpus) that the config does not define."""
+    if name not in names:
+        sys.exit(f"error: '{name}' is not defined under {key} in the config (defined: {', '.join(names)})")
+    return name
+
+
 check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 validate(config, "../schemas/config.schema.yaml")
 
@@ -59,11 +90,7 @@ try:
     MODEL_OPTIONS = {name: {k: v for k, v in options.items() if k != "training"} for name, options in config["models"].items()}
     for name, options in MODEL_OPTIONS.items():
         resolve_model_options(options, f"models.{name}")
-    for role in ("train", "dev", "test", "mono"):
-        names = config["data"][role]
-        for name in [names] if isinstance(names, str) else names:
-            if name not in config["corpora"]:
-                raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
+    check_data(config)
     # Back-translation: the reverse model, and per variant its generation search and corpus building.
     BT = config["backtranslation"]
     for name in BT["models"]:
@@ -96,6 +123,7 @@ SEEDS = config["seeds"]
 # The runs of a system: one per seed, and the ensemble of all seeds' models when there are several.
 RUNS = [f"seed{seed}" for seed in SEEDS] + (["ensemble"] if len(SEEDS) > 1 else [])
 BASELINE = TABLES.baseline or MODELS[0]
+LANGS = sorted({lang for pair in config["pairs"] for lang in pair.split("-")})
 
 # The mirror reaches the download jobs through the environment rather than a param, so switching
 # between a mirror and the internet does not make Snakemake redo the downloads and all that follows.
@@ -103,15 +131,17 @@ if config["mirror"]:
     os.environ[MIRROR_ENV] = os.path.abspath(config["mirror"])
 
 
+# Built from the config, so a path of an undefined language, stage, variant, seed or run has no rule
+# (models, pairs and corpora are checked by the get_* helpers, with a message naming the defined ones).
 wildcard_constraints:
-    src="[a-z]{2,3}",
-    trg="[a-z]{2,3}",
-    lang="[a-z]{2,3}",
-    corpus="[A-Za-z0-9_.]+",
+    src="|".join(LANGS),
+    trg="|".join(LANGS),
+    lang="|".join(LANGS),
+    corpus="[A-Za-z0-9][A-Za-z0-9_.-]*",
     model="[A-Za-z0-9_]+",
     stage="|".join(["baseline", *VARIANTS]),
-    seed="[0-9]+",
-    run="seed[0-9]+|ensemble",
+    seed="|".join(map(str, SEEDS)),
+    run="|".join(RUNS),
     variant="|".join(VARIANTS),
     part="[0-9]+",
 
@@ -124,12 +154,22 @@ def per_attempt(base):
 
 
 def get_corpus(wildcards):
-    return CORPORA[wildcards.corpus]
+    return CORPORA[defined("corpora", wildcards.corpus, list(CORPORA))]
+
+
+def get_corpus_sources(wildcards):
+    """The user's files (URL or path as configured) of a corpus's source and target, named in cleaning errors."""
+    corpus = get_corpus(wildcards)
+    return (corpus.source(wildcards.src), corpus.source(wildcards.trg))
+
+
+def get_mono_sources(wildcards):
+    return [CORPORA[name].source(wildcards.trg) for name in config["data"]["mono"]]
 
 
 def get_archive(wildcards):
     """The archive (zip, tar, TSV, OPUS zip) a corpus side is extracted from; none for per-language files."""
-    return ["results/data/archive/{corpus}"] if CORPORA[wildcards.corpus].archived else []
+    return ["results/data/archive/{corpus}"] if get_corpus(wildcards).archived else []
 
 
 def get_corpus_files(role, side):
@@ -142,6 +182,7 @@ def get_corpus_files(role, side):
     """
 
     def inputs(wildcards):
+        defined("pairs", f"{wildcards.src}-{wildcards.trg}", config["pairs"])
         stage = getattr(wildcards, "stage", "baseline")
         if role == "train" and stage != "baseline":
             lang = getattr(wildcards, side)
@@ -175,7 +216,7 @@ def get_binarized_prefix(wildcards, input):
 
 
 def get_model_options(wildcards):
-    return MODEL_OPTIONS[wildcards.model]
+    return MODEL_OPTIONS[defined("models", wildcards.model, MODELS)]
 
 
 def get_training(wildcards, threads):
@@ -221,6 +262,7 @@ def get_eval_refs(wildcards):
 
 def get_eval_files(wildcards):
     """Both sides of the dev and test sets, which the training data must not contain (decontamination)."""
+    defined("pairs", f"{wildcards.src}-{wildcards.trg}", config["pairs"])
     return expand(
         "results/{src}-{trg}/data/eval/{corpus}.{lang}",
         src=wildcards.src,

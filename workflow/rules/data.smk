@@ -60,6 +60,7 @@ rule clean_corpus:
         summary="results/{src}-{trg}/data/clean/{corpus}.report.md",
     params:
         cleaning=CLEANING,
+        sources=get_corpus_sources,
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",
     benchmark:

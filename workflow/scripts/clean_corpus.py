@@ -15,4 +15,5 @@ with entry_point(snakemake.log[0]):
         trg_lang=snakemake.wildcards.trg,
         exclude=snakemake.input.exclude,
         threads=snakemake.threads,
+        sources=snakemake.params.sources,
     )

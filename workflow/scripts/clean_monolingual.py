@@ -13,4 +13,5 @@ with entry_point(snakemake.log[0]):
         exclude=snakemake.input.exclude,
         max_sentences=snakemake.params.max_sentences,
         seed=snakemake.params.seed,
+        sources=snakemake.params.sources,
     )

@@ -1,0 +1,227 @@
+"""Every bad input of the workflow, config and cleaning side: one line naming the file or key, or a counted drop.
+
+The table :data:`CASES` has one row per input (README: "Bad input"); each row runs the real code on a
+real bad file or config and checks the one line it gives.
+"""
+
+import gzip
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_workflow import MIRROR, TINY, needs_mirror, snakemake
+
+from nmt.atomic import remove_stale_temp_files
+from nmt.cleaning import clean_corpus, clean_monolingual, prepare_eval_set
+from nmt.config import CleanConfig
+from nmt.download import download
+from nmt.errors import NmtError
+
+GERMAN = ["Ein Mädchen läuft.", "Zwei Hunde spielen.", "Der Bär schläft.", "Grüße aus Köln.", "Ein Fußball."]
+ENGLISH = ["A girl runs.", "Two dogs play.", "The bear sleeps.", "Greetings from Cologne.", "A football."]
+
+
+def write(path: Path, data: bytes | list[str | bytes]) -> Path:
+    """Write ``data`` as it is, or its lines (str as UTF-8, bytes as they are) with ``\\n``."""
+    if not isinstance(data, bytes):
+        data = b"".join((line if isinstance(line, bytes) else line.encode()) + b"\n" for line in data)
+    path.write_bytes(data)
+    return path
+
+
+def clean(tmp_path: Path, de: bytes | list[str], en: bytes | list[str], **config) -> str:
+    """Clean a German-English corpus; return the error, or the kept German lines and the non-zero drop counts."""
+    out = tmp_path / "out"
+    report = clean_corpus(
+        write(tmp_path / "raw.de", de), write(tmp_path / "raw.en", en), out / "c.de", out / "c.en", out / "r.tsv",
+        CleanConfig(langid=False, **config), "de", "en", sources=("https://example.org/raw.de", "raw.en"),
+    )  # fmt: skip
+    drops = ", ".join(f"{k}={v}" for k, v in report["dropped"].items() if v)
+    return f"kept {(out / 'c.de').read_text().splitlines()}; dropped {drops}"
+
+
+def clean_mono(tmp_path: Path, lines: bytes | list[str]) -> str:
+    report = clean_monolingual(
+        [write(tmp_path / "mono.de", lines)], tmp_path / "o.de", tmp_path / "r.json", CleanConfig(), "de",
+        sources=["/data/news.de"],
+    )  # fmt: skip
+    return f"kept {report['kept']}; dropped " + ", ".join(f"{k}={v}" for k, v in report["dropped"].items() if v)
+
+
+def eval_set(tmp_path: Path, de: bytes | list[str], en: list[str], name: str = "test.de") -> str:
+    out = tmp_path / "out"
+    src, ref = write(tmp_path / name, de), write(tmp_path / "test.en", en)
+    return str(prepare_eval_set(src, ref, out / "t.de", out / "t.en", "de"))
+
+
+def full_disk(tmp_path: Path, how: str) -> str:
+    """Clean a corpus in a subprocess whose output cannot be written: ENOSPC (the temp file is a link to
+    /dev/full) or EFBIG (a 10 kB file size limit, SIGXFSZ ignored as a shell's ulimit -f does not)."""
+    de = write(tmp_path / "raw.de", [f"{line} {i}" for i in range(1000) for line in GERMAN[:1]])
+    en = write(tmp_path / "raw.en", [f"{line} {i}" for i in range(1000) for line in ENGLISH[:1]])
+    out, log = tmp_path / "out", tmp_path / "clean.log"
+    out.mkdir()
+    script = f"""
+import os, resource, signal
+from nmt.cleaning import clean_corpus
+from nmt.config import CleanConfig
+from nmt.entry import entry_point
+if {how!r} == "ENOSPC":
+    os.symlink("/dev/full", "{out}/.c.de.%d.tmp" % os.getpid())
+else:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))
+with entry_point("{log}"):
+    clean_corpus("{de}", "{en}", "{out}/c.de", "{out}/c.en", "{out}/r.tsv", CleanConfig(langid=False), "de", "en")
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == [], "temp files and partial outputs are removed"
+    errors = [line for line in log.read_text().splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and errors[0].endswith(proc.stderr.strip().removeprefix("error: "))
+    return proc.stderr.strip()
+
+
+def sha256_mismatch(tmp_path: Path) -> str:
+    source = write(tmp_path / "corpus.de", GERMAN)
+    return str(download(str(source), tmp_path / "dl.de", sha256="0" * 64))
+
+
+def workflow(tmp_path: Path, override: dict | None = None, target: str | None = None) -> str:
+    """``snakemake -n`` on the tiny config with ``override``: the one line after the profile notice."""
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    for key, value in (override or {}).items():
+        config[key] = {**config[key], **value} if key in ("corpora", "models") else value
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake("-n", *([target] if target else []), "--config", f"mirror={MIRROR}", workdir=tmp_path)
+    assert out.returncode == 1
+    if "MissingRuleException" in out.stdout:  # Snakemake's own: no rule's wildcards match the path
+        return " ".join(out.stdout.split("MissingRuleException:")[1].split())
+    notice, line = out.stderr.strip().splitlines()
+    assert "profiles/default" in notice, out.stderr
+    return line
+
+
+TARGET = "results/en-de/{}/baseline/seed1/model/model.pt"
+LATIN1 = b"".join(line.encode("cp1252") + b"\n" for line in GERMAN)
+
+# id, run(tmp_path) -> the line, what the line contains
+CASES = [
+    # Cleaning: files
+    ("latin1-corpus", lambda t: clean(t, LATIN1 * 4, ENGLISH * 4),
+     "https://example.org/raw.de (read from {t}/raw.de): 16 of 20 lines (80.0%) are not valid UTF-8;"
+     " it looks like Latin-1/cp1252"),
+    ("latin1-mono", lambda t: clean_mono(t, LATIN1 * 4), "/data/news.de (read from {t}/mono.de): 16 of 20 lines"),
+    ("utf16-corpus", lambda t: clean(t, "\n".join(GERMAN).encode("utf-16"), ENGLISH), "{t}/raw.de: looks like UTF-16"),
+    ("empty-corpus", lambda t: clean(t, b"", b""), "{t}/raw.de: corpus is empty"),
+    ("every-line-dropped", lambda t: clean(t, GERMAN, GERMAN),
+     "{t}/raw.de: all 5 lines were dropped by the filters (copy=5)"),
+    ("line-count-mismatch", lambda t: clean(t, GERMAN, ENGLISH[:3]), "{t}/raw.de has 5 lines but {t}/raw.en has 3"),
+    ("not-gzip", lambda t: eval_set(t, b"\xff\x00" * 9, ENGLISH, name="test.de.gz"), "{t}/test.de.gz: not a gzip file"),
+    ("truncated-gzip", lambda t: eval_set(t, gzip.compress(b"Ein Satz.\n" * 999)[:-30], ["A sentence."] * 999),
+     "{t}/test.de: truncated gzip stream"),
+    ("missing-file", lambda t: str(prepare_eval_set(t / "nope.de", t / "nope.en", t / "a", t / "b", "de")),
+     "{t}/nope.de: no such file"),
+    ("empty-test-set", lambda t: eval_set(t, b"", []), "{t}/test.de: corpus is empty"),
+    ("test-set-invalid-utf8", lambda t: eval_set(t, LATIN1, ENGLISH),
+     "{t}/test.de: line 1 is not valid UTF-8; it looks like Latin-1/cp1252"),
+    ("sha256-mismatch", sha256_mismatch, "{t}/corpus.de: sha256 mismatch, expected 0000"),
+    # Cleaning: counted drops and silent repairs
+    ("few-invalid-lines", lambda t: clean(t, GERMAN * 4 + [b"\x81"], ENGLISH * 4 + ["x"], dedup=False),
+     "dropped invalid_utf8=1"),
+    ("ansi-colour-codes",
+     lambda t: clean(t, ["Ein [31mroter[0m Satz.", "Ein \x1b[1;32mgrüner Satz.", "Ein Satz [1]."], ENGLISH[:3]),
+     "kept ['Ein Satz [1].']; dropped ansi_code=2"),
+    ("crlf-and-bom", lambda t: clean(t, b"\xef\xbb\xbfEin Satz.\r\nNoch ein Satz.\r\n", ["A sentence.", "Another."]),
+     "kept ['Ein Satz.', 'Noch ein Satz.']; dropped"),
+    # Output
+    ("disk-full", lambda t: full_disk(t, "ENOSPC"), "error: {t}/out/c.de, {t}/out/c.en: no space left on device"),
+    ("file-size-limit", lambda t: full_disk(t, "EFBIG"),
+     "error: {t}/out/c.de, {t}/out/c.en: file too large (file size limit)"),
+    # Config (snakemake -n)
+    ("corpus-name-semicolon", lambda t: workflow(t, {"corpora": {"a;b": {"url": "x.{lang}"}}}),
+     "config error: key 'corpora': 'a;b' does not match"),
+    ("corpus-name-dotdot", lambda t: workflow(t, {"corpora": {"a..b": {"url": "x.{lang}"}}}),
+     "config error: key 'corpora': 'a..b' does not match"),
+    ("corpus-name-slash", lambda t: workflow(t, {"corpora": {"../x": {"url": "x.{lang}"}}}),
+     "config error: key 'corpora': '../x' does not match"),
+    ("negative-layers", lambda t: workflow(t, {"models": {"transformer": {"arch": "transformer", "enc_layers": -2}}}),
+     "config error: key 'models.transformer.enc_layers': -2 is less than the minimum of 1"),
+    ("heads-do-not-divide", lambda t: workflow(t, {"models": {"t": {"arch": "transformer", "n_heads": 3}}}),
+     "config error: models.t.n_heads: d_model 256 is not divisible by n_heads 3"),
+    ("dropout-above-1", lambda t: workflow(t, {"models": {"r": {"arch": "rnn", "dropout": 1.5}}}),
+     "config error: key 'models.r.dropout': 1.5 is greater than or equal to the maximum of 1"),
+    ("even-kernel", lambda t: workflow(t, {"models": {"c": {"arch": "convs2s", "kernel_size": [4]}}}),
+     "config error: models.c.kernel_size: must be odd"),
+    ("wrong-type", lambda t: workflow(t, {"training": {"batch_tokens": "big"}}),
+     "config error: key 'training.batch_tokens': 'big' is not of type 'integer'"),
+    ("test-set-as-training-data", lambda t: workflow(t, {"data": {
+        "train": ["multi30k_train", "test_2016_flickr"], "dev": "multi30k_val", "test": ["test_2016_flickr"]}}),
+     "config error: data.train: corpus 'test_2016_flickr' is also a dev/test set"),
+    ("pair-into-itself", lambda t: workflow(t, {"pairs": ["en-en"]}),
+     "config error: pairs: 'en-en' translates a language into itself"),
+    ("bad-language-code", lambda t: workflow(t, {"pairs": ["english-de"]}),
+     "config error: key 'pairs.0': 'english-de' does not match"),
+    ("tsv-column-missing",
+     lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.tsv", "tsv_columns": {"en": 0}}}}),
+     "config error: corpora.multi30k_val.tsv_columns: no column for 'de' (needed by pair en-de)"),
+    ("bad-sha256", lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.{lang}", "sha256": {"de": "abc"}}}}),
+     "config error: key 'corpora.multi30k_val.sha256.de': 'abc' does not match"),
+    # Targets the config does not define (snakemake -n TARGET)
+    ("unknown-model", lambda t: workflow(t, target=TARGET.format("nosuch")),
+     "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, transformer)"),
+    ("unknown-pair", lambda t: workflow(t, target=TARGET.replace("en-de", "de-en").format("rnn")),
+     "error: 'de-en' is not defined under pairs in the config (defined: en-de)"),
+    ("unknown-corpus", lambda t: workflow(t, target="results/data/download/nosuch.en"),
+     "error: 'nosuch' is not defined under corpora in the config (defined: multi30k_mono1,"),
+    ("unknown-seed", lambda t: workflow(t, target=TARGET.format("rnn").replace("seed1", "seed7")),
+     "No rule to produce results/en-de/rnn/baseline/seed7/model/model.pt"),
+    ("unknown-variant", lambda t: workflow(t, target=TARGET.format("rnn").replace("baseline", "bt_nosuch")),
+     "No rule to produce results/en-de/rnn/bt_nosuch/seed1/model/model.pt"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("run, expected", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_bad_input_gives_one_line(tmp_path, run, expected):
+    try:
+        line = run(tmp_path)
+    except NmtError as e:
+        line = str(e)
+    assert "\n" not in line and "Traceback" not in line
+    assert expected.format(t=tmp_path) in line
+
+
+def test_stale_temp_files_of_dead_writers_are_removed(tmp_path):
+    """A temp file of a killed writer (kill -9) goes at the next run; a live writer's, or a fresh one, stays."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    folder = tmp_path / "results/en-de/data/clean"
+    folder.mkdir(parents=True)
+    stale = write(folder / f".train.de.{dead_pid}.tmp", ["half"])
+    live = write(folder / f".train.en.{os.getpid()}.tmp", ["half"])
+    fresh = write(folder / f".report.tsv.{dead_pid}.tmp", ["half"])  # maybe a writer on another node
+    other = write(folder / "notes.tmp", ["mine"])
+    hour_ago = time.time() - 3600
+    for path in (stale, live, other):
+        os.utime(path, (hour_ago, hour_ago))
+    assert remove_stale_temp_files(tmp_path / "results") == [stale]
+    assert not stale.exists() and live.exists() and fresh.exists() and other.exists()
+    assert remove_stale_temp_files(tmp_path / "nothing") == []
+
+
+@needs_mirror
+def test_next_run_removes_stale_temp_files(tmp_path):
+    """The real Snakefile's onstart: a run after a kill -9 starts without the old temp files."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / "results/data/download").mkdir(parents=True)
+    stale = write(tmp_path / f"results/data/download/.multi30k_val.de.{int(dead.stdout)}.tmp", ["half"])
+    os.utime(stale, (time.time() - 3600,) * 2)
+    (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
+    out = snakemake("--cores", "1", "results/data/download/multi30k_val.de", "--config", f"mirror={MIRROR}",
+                    workdir=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert not stale.exists() and (tmp_path / "results/data/download/multi30k_val.de").exists()
