@@ -6,15 +6,17 @@ own too, also under ``srun torchrun ...`` across nodes.
 
 import argparse
 import json
+import os
 import sys
 
 from nmt.config import DecodeConfig, from_dict
 from nmt.entry import entry_point
+from nmt.errors import DataError
 
 
 def translate(args: argparse.Namespace) -> None:
     from nmt.ensemble import load_ensemble
-    from nmt.translation import get_device, translate_lines
+    from nmt.translation import get_device, read_source, translate_stream
 
     config = from_dict(
         DecodeConfig,
@@ -28,11 +30,14 @@ def translate(args: argparse.Namespace) -> None:
         },
         "translate",
     )
+    if sys.stdin is None:
+        raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     device = get_device(args.device)
     model, src_sp, trg_sp = load_ensemble(args.model, device)
-    lines = [line.rstrip("\n") for line in sys.stdin]
-    for hyp in translate_lines(model, src_sp, trg_sp, lines, config, device):
+    lines = read_source(sys.stdin.buffer, "stdin")
+    for hyp in translate_stream(model, src_sp, trg_sp, lines, config, device, "stdin"):
         sys.stdout.write(hyp + "\n")
+    sys.stdout.flush()  # a closed pipe shows here, inside main(), not at interpreter exit
 
 
 def score(args: argparse.Namespace) -> None:
@@ -78,8 +83,37 @@ def json_mapping(text: str) -> dict:
     return value
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from e
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``prog: error: ...``), like every other error of the command line."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m nmt", description=__doc__)
+    """Run a command; errors of the input are one line on stderr, a closed output pipe ends quietly (141)."""
+    try:
+        run(argv)
+    except BrokenPipeError:  # e.g. `... | head -1`: stop like other Unix tools, without a traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again otherwise
+        sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
+    except KeyboardInterrupt:
+        sys.exit(130)  # 128 + SIGINT
+
+
+def run(argv: list[str] | None = None) -> None:
+    parser = Parser(prog="python -m nmt", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("translate", help="translate stdin to stdout with a trained model directory")
     p.add_argument(
@@ -89,11 +123,11 @@ def main(argv: list[str] | None = None) -> None:
         help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble",
     )
     p.add_argument("--method", default="beam", choices=["beam", "greedy", "sample"])
-    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--beam-size", type=positive_int, default=5)
     p.add_argument("--length-penalty", type=float, default=1.0)
     p.add_argument("--sampling-topk", type=int, default=0, help="sample: among the k best tokens (0: all)")
     p.add_argument("--seed", type=int, default=1, help="sample: random seed")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.set_defaults(run=translate)
     p = commands.add_parser("score", help="BLEU, chrF and TER of a hypothesis file against a reference file")

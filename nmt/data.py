@@ -53,12 +53,28 @@ def read_corpus(paths: str | Path | list[str | Path]) -> list[str]:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """Read a plain UTF-8 text file (one sentence per line) that earlier stages wrote."""
+    """Read a plain UTF-8 text file (one sentence per line) that earlier stages wrote.
+
+    :raises DataError: naming the file (and line) if it is missing, a directory or not UTF-8
+    """
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+        raise DataError(f"{path}: {'is a directory, not a file' if path.is_dir() else 'file not found'}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f]
+    except UnicodeDecodeError as e:
+        with open(path, "rb") as f:
+            number = next((n for n, raw in enumerate(f, 1) if not _is_utf8(raw)), "?")
+        raise DataError(f"{path}: line {number} is not UTF-8 ({e.reason})") from e
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 @dataclass

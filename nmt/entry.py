@@ -13,8 +13,8 @@ from nmt.errors import NmtError
 def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
     """Log to ``log_path`` (stderr when None) and turn an :class:`NmtError` into one line.
 
-    The error goes to the log and, as ``error: <message>``, to stderr with exit status 1, so
-    the user sees the reason instead of a traceback. Other exceptions are bugs and keep theirs.
+    The error goes, as ``error: <message>``, to stderr with exit status 1, so the user sees the
+    reason instead of a traceback, once; a log file gets it too. Other exceptions are bugs and keep theirs.
     """
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -27,5 +27,6 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
     try:
         yield
     except NmtError as e:
-        logging.getLogger("nmt").error("%s", e)
+        if log_path is not None:  # else the log is stderr, where the line below goes
+            logging.getLogger("nmt").error("%s", e)
         sys.exit(f"error: {e}")

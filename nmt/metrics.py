@@ -25,6 +25,8 @@ def score_corpus(hyps: list[str], refs: list[str], trg_lang: str = "") -> dict[s
     """
     if len(hyps) != len(refs):
         raise DataError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    if not hyps:
+        raise DataError("no sentences to score")
     result = {}
     for name in METRICS:
         score, signature = score_metric(name, hyps, refs, trg_lang)
@@ -52,10 +54,12 @@ def get_metric(name: str, trg_lang: str = ""):
 
 
 def score_files(hyp_path: str | Path, ref_path: str | Path, trg_lang: str = "") -> dict[str, dict[str, Any]]:
-    """:func:`score_corpus` on two plain-text files; differing line counts name both files."""
+    """:func:`score_corpus` on two plain-text files; differing line counts or empty files name both files."""
     hyps, refs = read_lines(hyp_path), read_lines(ref_path)
     if len(hyps) != len(refs):
         raise DataError(f"{hyp_path} has {len(hyps)} lines but {ref_path} has {len(refs)}")
+    if not hyps:
+        raise DataError(f"{hyp_path} and {ref_path}: no sentences to score (both files are empty)")
     return score_corpus(hyps, refs, trg_lang)
 
 

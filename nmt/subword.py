@@ -83,7 +83,10 @@ def load_subword(path: str | Path) -> spm.SentencePieceProcessor:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: subword model not found")
-    sp = spm.SentencePieceProcessor(model_file=str(path))
+    try:
+        sp = spm.SentencePieceProcessor(model_file=str(path))
+    except (OSError, RuntimeError) as e:
+        raise DataError(f"{path}: not a sentencepiece model ({str(e).strip().splitlines()[0]})") from e
     ids = {"pad_id": sp.pad_id(), "unk_id": sp.unk_id(), "bos_id": sp.bos_id(), "eos_id": sp.eos_id()}
     if ids != SPECIAL_IDS:
         raise DataError(f"{path}: special ids {ids} differ from the expected {SPECIAL_IDS}")

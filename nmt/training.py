@@ -17,7 +17,14 @@ import torch
 
 from nmt.atomic import write_text
 from nmt.binarize import binarize, open_training_data
-from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
+from nmt.checkpoint import (
+    TRAINING_KEYS,
+    average_state_dicts,
+    list_snapshots,
+    load_checkpoint,
+    save_checkpoint,
+    save_snapshot,
+)
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.distributed import close_world, init_world, shard
@@ -267,7 +274,7 @@ def _train(
     train_log: list[dict[str, float]] = []  # training loss every log_every updates (train.tsv)
     last = ckpt_dir / "last.pt"
     if last.exists():
-        ckpt = load_checkpoint(last, map_location=device)
+        ckpt = load_checkpoint(last, map_location=device, keys=TRAINING_KEYS)
         if ckpt["spec"] != model.spec:
             raise DataError(
                 f"{last}: checkpoint of a different model ({ckpt['spec']['arch']}, {ckpt['spec']['config']}); "

@@ -1,16 +1,19 @@
 """Translate sentences or files with a trained model directory (test sets and back-translation alike)."""
 
+import itertools
 import logging
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 import sentencepiece as spm
 import torch
 
-from nmt.atomic import write_text
+from nmt.atomic import atomic_text
 from nmt.checkpoint import load_checkpoint
 from nmt.config import DecodeConfig
-from nmt.data import EOS, pad, read_lines
-from nmt.errors import DataError
+from nmt.data import EOS, pad
+from nmt.errors import DataError, NmtError
 from nmt.model import DecodingModel, Seq2Seq, model_from_spec
 from nmt.search import beam_search, greedy_search, sample_search
 from nmt.subword import load_subword
@@ -19,6 +22,10 @@ log = logging.getLogger(__name__)
 
 # Files of a model directory written by nmt.training.train and read here.
 MODEL_FILE, SRC_SPM, TRG_SPM = "model.pt", "src.model", "trg.model"
+# Lines sorted by length and translated together: memory stays bounded on inputs of any size.
+CHUNK_LINES = 10_000
+# Bad lines named one by one in warnings; the rest are counted.
+MAX_WARNINGS = 10
 
 
 def get_device(name: str = "auto") -> torch.device:
@@ -39,13 +46,100 @@ def autocast(device: torch.device, bf16: str = "auto"):
 def load_model(
     model_dir: str | Path, device: torch.device
 ) -> tuple[Seq2Seq, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
-    """Load the model and its source/target subword models from ``model_dir``."""
+    """Load the model and its source/target subword models from ``model_dir``, checking that they fit together."""
     model_dir = Path(model_dir)
-    ckpt = load_checkpoint(model_dir / MODEL_FILE, map_location=device)
-    model = model_from_spec(ckpt["spec"])
-    model.load_state_dict(ckpt["model"])
+    if not model_dir.is_dir():
+        what = "is a file" if model_dir.exists() else "not found"
+        raise DataError(f"{model_dir}: {what}; expected a model directory ({MODEL_FILE}, {SRC_SPM}, {TRG_SPM})")
+    path = model_dir / MODEL_FILE
+    ckpt = load_checkpoint(path, map_location=device)
+    try:
+        model = model_from_spec(ckpt["spec"])
+        model.load_state_dict(ckpt["model"])
+    except (NmtError, KeyError, TypeError, RuntimeError) as e:  # a spec or weights of another program
+        raise DataError(f"{path}: weights do not fit the model spec they came with ({_one_line(e)})") from e
     model.to(device).eval()
-    return model, load_subword(model_dir / SRC_SPM), load_subword(model_dir / TRG_SPM)
+    src_sp, trg_sp = load_subword(model_dir / SRC_SPM), load_subword(model_dir / TRG_SPM)
+    for name, sp, key in ((SRC_SPM, src_sp, "src_vocab"), (TRG_SPM, trg_sp, "trg_vocab")):
+        if sp.get_piece_size() != ckpt["spec"][key]:
+            raise DataError(
+                f"{model_dir / name}: {sp.get_piece_size()} pieces, but {path} was trained with "
+                f"{ckpt['spec'][key]}: the subword model belongs to another model"
+            )
+    return model, src_sp, trg_sp
+
+
+def _one_line(e: Exception, limit: int = 200) -> str:
+    """``e`` as ``Type: message`` on one line of at most about ``limit`` characters."""
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text if len(text) <= limit else text[:limit] + ' ...'}"
+
+
+def position_limit(model: DecodingModel) -> int | None:
+    """The longest sequence (source with EOS, or output with EOS) the model can represent.
+
+    That is ``max_positions`` for the Transformer and ConvS2S (the smallest one in an ensemble);
+    an RNN has no limit (None).
+    """
+    members = getattr(model, "members", [model])
+    limits = [m.spec["config"]["max_positions"] for m in members if "max_positions" in m.spec["config"]]
+    return min(limits, default=None)
+
+
+def read_source(stream: IO[bytes], name: str) -> Iterator[str]:
+    """The lines of a UTF-8 byte stream without their line ends (LF or CRLF).
+
+    Undecodable bytes become U+FFFD, with a warning naming the line (the first
+    :data:`MAX_WARNINGS` lines) and a count at the end, so that every line still gets its output line.
+    """
+    bad: list[int] = []
+    for number, raw in enumerate(stream, 1):
+        raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad.append(number)
+            if len(bad) <= MAX_WARNINGS:
+                log.warning("%s line %d: not UTF-8 (%s), bad bytes replaced by U+FFFD", name, number, e.reason)
+            yield raw.decode("utf-8", errors="replace")
+    if len(bad) > 1:
+        log.warning("%s: %d lines not UTF-8, translated with bad bytes replaced: lines %s", name, len(bad),
+                    _some(bad))  # fmt: skip
+
+
+def _some(numbers: list[int]) -> str:
+    """``1, 5, 9`` or ``1, 5, 9, ... (12 in all)``: line numbers for a warning of bounded length."""
+    shown = ", ".join(map(str, numbers[:MAX_WARNINGS]))
+    return shown if len(numbers) <= MAX_WARNINGS else f"{shown}, ... ({len(numbers)} in all)"
+
+
+def encode_sources(
+    sp: spm.SentencePieceProcessor, lines: list[str], limit: int | None, name: str, first_line: int
+) -> list[list[int]]:
+    """Subword ids of ``lines`` with EOS, each cut to ``limit`` ids (EOS kept) with a warning naming the line."""
+    ids = [p + [EOS] for p in sp.encode(lines)]
+    if limit is None:
+        return ids
+    long = [i for i, x in enumerate(ids) if len(x) > limit]
+    for i in long[:MAX_WARNINGS]:
+        log.warning("%s line %d: %d subwords, cut to the model's limit of %d", name, first_line + i, len(ids[i]), limit)
+    if len(long) > 1:
+        log.warning("%s: %d lines longer than the model's limit of %d subwords were cut: lines %s", name, len(long),
+                    limit, _some([first_line + i for i in long]))  # fmt: skip
+    for i in long:
+        ids[i] = ids[i][: limit - 1] + [EOS]
+    return ids
+
+
+def length_limits(src_len: int, config: DecodeConfig, limit: int | None) -> tuple[float, int]:
+    """``(a, b)`` of the output limit ``a * S + b`` for a source of ``src_len`` ids, clamped to ``limit``.
+
+    Output positions run up to the limit, so ``a * S + b`` may not pass ``max_positions``; where it
+    would, ``(0, limit)`` is the clamped limit (a 700-word line must not end the file in an error).
+    """
+    if limit is not None and config.max_len_a * src_len + config.max_len_b > limit:
+        return 0.0, limit
+    return config.max_len_a, config.max_len_b
 
 
 @torch.no_grad()
@@ -57,36 +151,62 @@ def translate_lines(
     config: DecodeConfig,
     device: torch.device,
     bf16: str = "auto",
+    name: str = "input",
+    first_line: int = 1,
 ) -> list[str]:
-    """Translate plain-text ``lines`` into detokenized plain text, in input order.
+    """Translate plain-text ``lines`` into detokenized plain text, one output line per input line, in order.
 
     ``model`` is a :class:`~nmt.model.Seq2Seq` or an :class:`~nmt.ensemble.Ensemble` of them.
+
+    Policies: an empty (or all-whitespace) line gives an empty line without running the model; a
+    line longer than the model's :func:`position_limit` is cut to it, with a warning naming the line
+    (``name`` and ``first_line`` number the lines in warnings).
 
     Sentences are sorted by length so that each batch holds similar lengths (little padding).
     Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
     """
     was_training = model.training
     model.eval()
-    ids = [p + [EOS] for p in src_sp.encode(lines)]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    limit = position_limit(model)
+    ids = encode_sources(src_sp, lines, limit, name, first_line)
+    order = sorted((i for i in range(len(ids)) if len(ids[i]) > 1), key=lambda i: len(ids[i]))
     hyps: list[str] = [""] * len(ids)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    for start in range(0, len(order), config.batch_size):
-        chunk = order[start : start + config.batch_size]
-        src = pad([ids[i] for i in chunk]).to(device)
-        with autocast(device, bf16):
-            if config.method == "greedy":
-                out = greedy_search(model, src, config.max_len_a, config.max_len_b)
-            elif config.method == "sample":
-                out = sample_search(model, src, config.sampling_topk, generator, config.max_len_a, config.max_len_b)
-            else:
-                out = beam_search(
-                    model, src, config.beam_size, config.length_penalty, config.max_len_a, config.max_len_b
-                )
-        for i, hyp in zip(chunk, out, strict=True):
-            hyps[i] = trg_sp.decode(hyp)
+    batches = [order[start : start + config.batch_size] for start in range(0, len(order), config.batch_size)]
+    for batch in batches:
+        # A clamped limit holds for the longest sentences only: give them batches of their own.
+        groups = itertools.groupby(batch, key=lambda i: length_limits(len(ids[i]), config, limit))
+        for (max_len_a, max_len_b), chunk in groups:
+            chunk = list(chunk)
+            src = pad([ids[i] for i in chunk]).to(device)
+            with autocast(device, bf16):
+                if config.method == "greedy":
+                    out = greedy_search(model, src, max_len_a, max_len_b)
+                elif config.method == "sample":
+                    out = sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
+                else:
+                    out = beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
+            for i, hyp in zip(chunk, out, strict=True):
+                hyps[i] = trg_sp.decode(hyp)
     model.train(was_training)
     return hyps
+
+
+def translate_stream(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: Iterable[str],
+    config: DecodeConfig,
+    device: torch.device,
+    name: str = "input",
+) -> Iterator[str]:
+    """:func:`translate_lines` over ``lines`` of any number, :data:`CHUNK_LINES` at a time (bounded memory)."""
+    lines = iter(lines)
+    first_line = 1
+    while chunk := list(itertools.islice(lines, CHUNK_LINES)):
+        yield from translate_lines(model, src_sp, trg_sp, chunk, config, device, name=name, first_line=first_line)
+        first_line += len(chunk)
 
 
 def translate_file(
@@ -98,18 +218,28 @@ def translate_file(
 ) -> int:
     """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
 
+    The output has one line per input line, with the policies of :func:`read_source` (bytes that are
+    not UTF-8) and :func:`translate_lines` (empty and overlong lines).
+
     :param model_dirs: a model directory, or several to decode with their ensemble
     """
     from nmt.ensemble import load_ensemble  # nmt.ensemble builds on load_model above
 
+    src_path = Path(src_path)
+    if not src_path.is_file():
+        raise DataError(f"{src_path}: {'is a directory, not a file' if src_path.is_dir() else 'file not found'}")
     dev = get_device(device)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
     model, src_sp, trg_sp = load_ensemble(model_dirs, dev)
-    lines = read_lines(src_path)
     log.info(
-        "translating %d lines of %s with %s (%s, %d model%s)",
-        len(lines), src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
+        "translating %s with %s (%s, %d model%s)",
+        src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
     )  # fmt: skip
-    hyps = translate_lines(model, src_sp, trg_sp, lines, config, dev)
-    write_text(hyp_path, "".join(h + "\n" for h in hyps))
-    return len(hyps)
+    n = 0
+    with open(src_path, "rb") as src, atomic_text(hyp_path) as out:
+        for hyp in translate_stream(model, src_sp, trg_sp, read_source(src, str(src_path)), config, dev, str(src_path)):
+            out.write(hyp + "\n")
+            n += 1
+    if n == 0:
+        log.warning("%s: empty, nothing to translate", src_path)
+    return n

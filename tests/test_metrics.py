@@ -76,3 +76,21 @@ def test_write_scores_record(tmp_path):
         3.5,
         150.0,
     )
+
+
+def test_empty_files_have_nothing_to_score(tmp_path):
+    (tmp_path / "hyp.de").write_text("")
+    (tmp_path / "ref.de").write_text("")
+    with pytest.raises(DataError) as excinfo:
+        score_files(tmp_path / "hyp.de", tmp_path / "ref.de")
+    assert_one_line(excinfo, tmp_path / "hyp.de", tmp_path / "ref.de", "no sentences to score")
+    with pytest.raises(DataError, match="^no sentences to score$"):
+        score_corpus([], [])
+
+
+def test_hypotheses_not_utf8_name_file_and_line(tmp_path):
+    (tmp_path / "hyp.de").write_bytes(b"ein Haus\nein gro\xdfes Haus\n")  # Latin-1, not UTF-8
+    (tmp_path / "ref.de").write_text("ein Haus\nein großes Haus\n")
+    with pytest.raises(DataError) as excinfo:
+        score_files(tmp_path / "hyp.de", tmp_path / "ref.de")
+    assert_one_line(excinfo, f"{tmp_path / 'hyp.de'}: line 2 is not UTF-8")

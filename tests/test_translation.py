@@ -1,9 +1,16 @@
 """Translation of files and the ``python -m nmt`` command line with a trained model."""
 
+import logging
 import subprocess
 import sys
 
+import pytest
+import torch
+from conftest import tiny_model
+
 from nmt.config import DecodeConfig
+from nmt.data import EOS
+from nmt.subword import load_subword
 from nmt.translation import get_device, load_model, translate_file, translate_lines
 
 
@@ -46,5 +53,57 @@ def test_cli_translate_and_score(trained_model, tmp_path):
 def test_cli_errors_are_one_line(tmp_path):
     out = run_cli("translate", "--model", str(tmp_path / "nowhere"), stdin="hello\n")
     assert out.returncode == 1
-    assert out.stderr.strip().splitlines()[-1] == f"error: {tmp_path / 'nowhere' / 'model.pt'}: checkpoint not found"
+    message = f"error: {tmp_path / 'nowhere'}: not found; expected a model directory (model.pt, src.model, trg.model)"
+    assert out.stderr.strip().splitlines() == [message]
     assert "Traceback" not in out.stderr
+
+
+def never_ending_transformer(max_positions: int, vocab: int):
+    """A tiny Transformer whose decoder always picks token 4 and never EOS (a decoder stuck in a loop)."""
+    model = tiny_model("transformer", vocab, max_positions=max_positions, tie_output=False)
+    with torch.no_grad():
+        model.decoder.final_norm.weight.zero_()
+        model.decoder.final_norm.bias.fill_(1.0)  # every position's output is the all-ones vector
+        model.decoder.output.weight.zero_()
+        model.decoder.output.weight[4] = 1.0
+        model.decoder.output.weight[EOS] = -1.0
+    return model
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam", "sample"])
+def test_output_limit_is_clamped_to_max_positions(method, toy_spm, caplog):
+    """``1.5 * S + 10`` output tokens would pass max_positions (40): the limit is clamped, the source cut."""
+    src_sp = trg_sp = load_subword(toy_spm["en"])
+    model = never_ending_transformer(40, src_sp.get_piece_size())
+    lines = ["the dog", " ".join(["the big dog"] * 7), " ".join(["the big dog"] * 30), ""]
+    lengths = [len(src_sp.encode(line)) + 1 for line in lines]
+    assert lengths[0] < 20 < lengths[1] <= 40 < 1.5 * lengths[1] + 10 and lengths[2] > 40
+    config = DecodeConfig(method=method, beam_size=2, batch_size=2)
+    with caplog.at_level(logging.WARNING):
+        hyps = translate_lines(model, src_sp, trg_sp, lines, config, torch.device("cpu"), name="in.en")
+    piece = trg_sp.decode([4])  # <BT>, a piece of its own
+    n_tokens = [h.count(piece) for h in hyps]
+    # 1.5 * S + 10 - 1 tokens before the forced EOS, at most max_positions - 1
+    assert n_tokens == [int(1.5 * lengths[0] + 10) - 1, 39, 39, 0]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        f"in.en line 3: {lengths[2]} subwords, cut to the model's limit of 40"
+    ]
+
+
+def test_translate_file_survives_bad_lines(trained_model, tmp_path, caplog):
+    """Bytes that are not UTF-8 and a line of 20,000 words: reported by line, every other line translated."""
+    model_dir, _ = trained_model
+    src = tmp_path / "in.en"
+    src.write_bytes(b"the dog runs\r\n\xff\xfe bad\n" + b"dog " * 20_000 + b"\n\nthe cat")
+    config = DecodeConfig(method="greedy")
+    with caplog.at_level(logging.WARNING):
+        assert translate_file(model_dir, src, tmp_path / "out.de", config, device="cpu") == 5
+    hyps = (tmp_path / "out.de").read_text().split("\n")
+    assert len(hyps) == 6 and hyps[3] == hyps[5] == ""
+    model, src_sp, trg_sp = load_model(model_dir, torch.device("cpu"))
+    alone = translate_lines(model, src_sp, trg_sp, ["the dog runs", "the cat"], config, torch.device("cpu"))
+    assert [hyps[0], hyps[4]] == alone
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        f"{src} line 2: not UTF-8 (invalid start byte), bad bytes replaced by U+FFFD",
+        f"{src} line 3: 40001 subwords, cut to the model's limit of 1024",
+    ]

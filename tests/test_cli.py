@@ -1,0 +1,249 @@
+"""Bad input to ``python -m nmt``: one row per case, each with its exit status and one clear line on stderr.
+
+Most rows run :func:`nmt.__main__.main` in this process (stdin, stdout and stderr are the test's);
+the rows that need a real process (a closed stdin, a closed output pipe) run ``python -m nmt``.
+"""
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import TOY_MODEL
+
+from nmt.__main__ import main
+from nmt.config import DecodeConfig
+from nmt.translation import get_device, load_model, translate_lines
+
+LONG = " ".join(["dog"] * 20_000)  # about 40,000 subwords, far past max_positions (1024)
+
+
+def model_copy(tmp: Path, model_dir: Path, change) -> Path:
+    """A copy of the trained model directory with ``change(copy)`` applied."""
+    copy = tmp / "model"
+    shutil.copytree(model_dir, copy, ignore=shutil.ignore_patterns("checkpoints"))
+    change(copy)
+    return copy
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:1000])
+
+
+def replace_by_directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+def other_architecture(path: Path) -> None:
+    """Weights that do not fit the spec saved with them (a third encoder layer they lack)."""
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["spec"]["config"]["enc_layers"] += 1
+    torch.save(ckpt, path)
+
+
+def other_vocabulary(model_dir: Path) -> None:
+    """Swap in a subword model of another size (one trained on different text)."""
+    import sentencepiece as spm
+
+    text = model_dir / "other.txt"
+    text.write_text("".join(f"w{i} x{i % 7} y{i % 13}\n" for i in range(300)))
+    spm.SentencePieceTrainer.train(
+        input=str(text), model_prefix=str(model_dir / "other"), vocab_size=25, pad_id=0, unk_id=1, bos_id=2,
+        eos_id=3, minloglevel=2,
+    )  # fmt: skip
+    os.replace(model_dir / "other.model", model_dir / "src.model")
+
+
+# What a case needs on disk: {name: bytes} files in tmp, or a model directory variant.
+MODELS = {
+    "trained": lambda tmp, m: m,
+    "missing": lambda tmp, m: tmp / "nowhere",
+    "a file": lambda tmp, m: m / "model.pt",
+    "no src.model": lambda tmp, m: model_copy(tmp, m, lambda c: (c / "src.model").unlink()),
+    "corrupt src.model": lambda tmp, m: model_copy(tmp, m, lambda c: (c / "src.model").write_bytes(b"garbage")),
+    "other vocabulary": lambda tmp, m: model_copy(tmp, m, other_vocabulary),
+    "truncated model.pt": lambda tmp, m: model_copy(tmp, m, lambda c: truncate(c / "model.pt")),
+    "tensor model.pt": lambda tmp, m: model_copy(tmp, m, lambda c: torch.save(torch.zeros(3), c / "model.pt")),
+    "model.pt of another spec": lambda tmp, m: model_copy(tmp, m, lambda c: other_architecture(c / "model.pt")),
+    "model.pt a directory": lambda tmp, m: model_copy(tmp, m, lambda c: replace_by_directory(c / "model.pt")),
+}  # fmt: skip
+
+T = ["translate", "--model", "{model}", "--beam-size", "2"]
+S = ["score", "--hyp", "{tmp}/hyp", "--ref", "{tmp}/ref"]
+
+# (id, argv, model variant, stdin, files, exit status, stderr line (regex; None: nothing logged at WARNING
+# or above), stdout: for translate the source lines whose translation each output line must equal, None
+# where any output will do; for score a regex)
+CASES = [
+    ("translate: a line not UTF-8", T, "trained", b"the dog runs\n\xff\xfe bad\nthe cat\n", {}, 0,
+     r"WARNING .*stdin line 2: not UTF-8 \(invalid start byte\), bad bytes replaced by U\+FFFD",
+     ["the dog runs", None, "the cat"]),
+    ("translate: a line of 20,000 words", T, "trained", f"the dog runs\n{LONG}\nthe cat\n".encode(), {}, 0,
+     r"WARNING .*stdin line 2: 40001 subwords, cut to the model's limit of 1024", ["the dog runs", None, "the cat"]),
+    ("translate: empty and blank lines", T, "trained", b"\nthe dog runs\n   \n\t\nthe cat\n\n", {}, 0, None,
+     ["", "the dog runs", "", "", "the cat", ""]),
+    ("translate: CRLF line ends", T, "trained", b"the dog runs\r\nthe cat\r\n", {}, 0, None,
+     ["the dog runs", "the cat"]),
+    ("translate: no newline at the end", T, "trained", b"the dog runs\nthe cat", {}, 0, None,
+     ["the dog runs", "the cat"]),
+    ("translate: empty input", T, "trained", b"", {}, 0, None, []),
+    ("translate: missing model directory", T, "missing", b"the cat\n", {}, 1,
+     r"error: {tmp}/nowhere: not found; expected a model directory \(model.pt, src.model, trg.model\)", None),
+    ("translate: a file as model directory", T, "a file", b"the cat\n", {}, 1,
+     r"error: {model}: is a file; expected a model directory", None),
+    ("translate: model directory without src.model", T, "no src.model", b"the cat\n", {}, 1,
+     r"error: {model}/src.model: subword model not found", None),
+    ("translate: corrupt src.model", T, "corrupt src.model", b"the cat\n", {}, 1,
+     r"error: {model}/src.model: not a sentencepiece model", None),
+    ("translate: src.model of another model", T, "other vocabulary", b"the cat\n", {}, 1,
+     r"error: {model}/src.model: \d+ pieces, but {model}/model.pt was trained with \d+: the subword model belongs "
+     r"to another model", None),
+    ("translate: truncated model.pt", T, "truncated model.pt", b"the cat\n", {}, 1,
+     r"error: {model}/model.pt: not a readable checkpoint", None),
+    ("translate: model.pt that is no checkpoint", T, "tensor model.pt", b"the cat\n", {}, 1,
+     r"error: {model}/model.pt: not a checkpoint of this toolkit \(it holds a Tensor\)", None),
+    ("translate: weights that do not fit their spec", T, "model.pt of another spec", b"the cat\n", {}, 1,
+     r"error: {model}/model.pt: weights do not fit the model spec they came with \(RuntimeError: Error\(s\) in "
+     r"loading state_dict for Seq2Seq: Missing key\(s\) in state_dict: .*\.\.\.\)", None),
+    ("translate: model.pt a directory", T, "model.pt a directory", b"the cat\n", {}, 1,
+     r"error: {model}/model.pt: is a directory, not a checkpoint", None),
+    ("translate: --beam-size 0", [*T, "--beam-size", "0"], "trained", b"the cat\n", {}, 2,
+     r"python -m nmt translate: error: argument --beam-size: must be >= 1, got 0 \(see --help\)", None),
+    ("translate: --batch-size abc", [*T, "--batch-size", "abc"], "trained", b"the cat\n", {}, 2,
+     r"python -m nmt translate: error: argument --batch-size: expected an integer, got 'abc'", None),
+    ("translate: negative --length-penalty", [*T, "--length-penalty", "-1"], "trained", b"the cat\n", {}, 1,
+     r"error: translate.length_penalty: must be >= 0, got -1.0", None),
+    ("translate: no --model", ["translate"], "trained", b"", {}, 2,
+     r"python -m nmt translate: error: the following arguments are required: --model", None),
+    ("score: both files empty", S, "trained", b"", {"hyp": b"", "ref": b""}, 1,
+     r"error: {tmp}/hyp and {tmp}/ref: no sentences to score \(both files are empty\)", None),
+    ("score: line counts differ", S, "trained", b"", {"hyp": b"a\nb\n", "ref": b"a\n"}, 1,
+     r"error: {tmp}/hyp has 2 lines but {tmp}/ref has 1", None),
+    ("score: hypothesis not UTF-8", S, "trained", b"", {"hyp": b"a b\nc \xe4 d\n", "ref": b"a b\nc d\n"}, 1,
+     r"error: {tmp}/hyp: line 2 is not UTF-8 \(invalid continuation byte\)", None),
+    ("score: reference missing", S, "trained", b"", {"hyp": b"a\n"}, 1, r"error: {tmp}/ref: file not found", None),
+    ("score: a directory as hypothesis", ["score", "--hyp", "{tmp}", "--ref", "{tmp}/ref"], "trained", b"",
+     {"ref": b"a\n"}, 1, r"error: {tmp}: is a directory, not a file", None),
+    ("score: CRLF hypotheses", S, "trained", b"", {"hyp": b"a b c d\r\n", "ref": b"a b c d\n"}, 0, None,
+     r"^bleu\t100.00\t"),
+]  # fmt: skip
+
+
+def run_main(argv: list[str], stdin: bytes, capsys, monkeypatch) -> tuple[int, str, str]:
+    """``main(argv)`` with ``stdin`` as standard input: (exit status, stdout, stderr)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    try:
+        main(argv)
+        status = 0
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else 1
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)  # what the interpreter does with sys.exit("message")
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def check_stderr(stderr: str, pattern: str | None, status: int) -> None:
+    """No traceback, the expected line exactly once, and an error (status != 0) is the last line and alone."""
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.splitlines()
+    if pattern is None:
+        assert not [line for line in lines if re.search(r"WARNING|ERROR|error:", line)], stderr
+        return
+    matching = [line for line in lines if re.search(pattern, line)]
+    assert len(matching) == 1, f"{pattern!r} not once in:\n{stderr}"
+    if status != 0:
+        assert lines[-1] == matching[0], stderr
+        assert len([line for line in lines if "error" in line.lower()]) == 1, f"printed more than once:\n{stderr}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input(case, trained_model, tmp_path, capsys, monkeypatch):
+    _, argv, variant, stdin, files, status, pattern, expected = case
+    model_dir, _ = trained_model
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    names = {"tmp": str(tmp_path), "model": str(MODELS[variant](tmp_path, model_dir))}
+    argv = [arg.format(**names) for arg in argv]
+    if pattern is not None:
+        pattern = pattern.format(**{k: re.escape(v) for k, v in names.items()})
+    got_status, stdout, stderr = run_main(argv, stdin, capsys, monkeypatch)
+    assert got_status == status, stderr
+    check_stderr(stderr, pattern, status)
+    if isinstance(expected, str):
+        assert re.search(expected, stdout, re.M), stdout
+    elif expected is not None:
+        hyps = stdout.split("\n")
+        assert hyps.pop() == "", "every output line ends in a newline"
+        assert len(hyps) == len(expected), stdout
+        device = get_device("cpu")
+        model, src_sp, trg_sp = load_model(model_dir, device)
+        for hyp, src in zip(hyps, expected, strict=True):
+            if src is not None:
+                [alone] = translate_lines(model, src_sp, trg_sp, [src], DecodeConfig(beam_size=2), device)
+                assert hyp == alone and (hyp == "") == (src.strip() == ""), (src, hyp)
+
+
+def nmt_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "nmt", *args]
+
+
+def test_closed_stdin(trained_model):
+    model_dir, _ = trained_model
+    out = subprocess.run(nmt_command("translate", "--model", str(model_dir)), stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, preexec_fn=lambda: os.close(0))  # fmt: skip
+    assert out.returncode == 1
+    check_stderr(out.stderr, r"^error: stdin is closed: pipe the source text in", 1)
+
+
+def test_closed_output_pipe_ends_quietly(trained_model, toy_corpus):
+    """``python -m nmt translate ... | head -1``: the reader is gone before the output is written."""
+    model_dir, _ = trained_model
+    with open(toy_corpus["test.en"], "rb") as src:
+        p = subprocess.Popen(nmt_command("translate", "--model", str(model_dir), "--method", "greedy"), stdin=src,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        p.stdout.close()
+        stderr = p.stderr.read().decode()
+        assert p.wait() == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr and "error" not in stderr.lower(), stderr
+
+
+# (id, what checkpoints/last.pt is, stderr line)
+RESUME_CASES = [
+    ("the final model.pt", lambda m: shutil.copyfile(m / "model.pt", m / "checkpoints/last.pt"),
+     r"error: {last}: is a final model file, not a training checkpoint \(no optimizer, progress, history, rng to "
+     r"resume from\)"),
+    ("truncated", lambda m: truncate(m / "checkpoints/last.pt"), r"error: {last}: not a readable checkpoint"),
+    ("a list", lambda m: torch.save([1, 2], m / "checkpoints/last.pt"),
+     r"error: {last}: not a checkpoint of this toolkit \(it holds a list\)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
+def test_bad_resume_checkpoint(case, trained_model, toy_corpus, toy_spm, tmp_path, capsys, monkeypatch):
+    """``python -m nmt train`` resumes from ``checkpoints/last.pt``; a wrong file there is one line."""
+    _, change, pattern = case
+    model_dir = tmp_path / "model"
+    shutil.copytree(trained_model[0], model_dir)
+    change(model_dir)
+    files = {"train-src": toy_corpus["train.en"], "train-trg": toy_corpus["train.de"], "dev-src": toy_corpus["dev.en"],
+             "dev-ref": toy_corpus["dev.de"], "src-spm": toy_spm["en"], "trg-spm": toy_spm["de"],
+             "model-dir": model_dir}  # fmt: skip
+    argv = ["train", "--model-options", json.dumps(TOY_MODEL)]
+    argv += [arg for name, path in files.items() for arg in (f"--{name}", str(path))]
+    status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
+    assert status == 1
+    check_stderr(stderr, pattern.format(last=re.escape(str(model_dir / "checkpoints/last.pt"))), 1)
+
+
+def test_train_options_not_json(capsys, monkeypatch):
+    status, _, stderr = run_main(["train", "--model-options", "{arch"], b"", capsys, monkeypatch)
+    assert status == 2
+    check_stderr(stderr, r"python -m nmt train: error: argument --model-options: not JSON \(", 2)
