@@ -20,8 +20,10 @@ class EncodedCorpus:
 
     def __init__(self, ids: np.ndarray, offsets: np.ndarray) -> None:
         self.ids = ids
-        self.offsets = offsets
-        self.lengths = np.diff(offsets)
+        self.offsets = offsets  # may be memory-mapped (nmt.binarize): computed in chunks, to keep no int64 copy
+        self.lengths = np.empty(len(offsets) - 1, dtype=np.int32)
+        for start in range(0, len(self.lengths), 1 << 20):
+            self.lengths[start : start + (1 << 20)] = np.diff(offsets[start : start + (1 << 20) + 1])
 
     def __len__(self) -> int:
         return len(self.lengths)

@@ -1,0 +1,100 @@
+"""Binarized training data: the same ids as encoding the text, streamed in chunks, mapped read-only, checked."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import assert_one_line, write_lines
+
+import nmt.binarize
+from nmt.binarize import BinarizedData, binarize, open_training_data
+from nmt.config import SubwordConfig
+from nmt.data import ParallelData
+from nmt.errors import DataError
+from nmt.subword import load_subword, train_subword
+
+
+@pytest.fixture(scope="module")
+def two_corpora(toy_corpus, tmp_path_factory) -> dict[str, list]:
+    """The toy training set cut into two corpora (files a and b), as the workflow's several cleaned corpora."""
+    root = tmp_path_factory.mktemp("two")
+    files = {"en": [], "de": []}
+    for lang in files:
+        lines = toy_corpus[f"train.{lang}"].read_text().splitlines()
+        files[lang] = [write_lines(root / f"a.{lang}", lines[:250]), write_lines(root / f"b.{lang}", lines[250:])]
+    return files
+
+
+def assert_same_pairs(binarized, encoded) -> None:
+    assert len(binarized) == len(encoded)
+    for side in ("src", "trg"):
+        a, b = getattr(binarized, side), getattr(encoded, side)
+        assert (np.asarray(a.lengths) == b.lengths).all()
+        for i in range(len(encoded)):
+            assert a[i].tolist() == b[i].tolist(), (side, i)
+
+
+@pytest.mark.parametrize("max_length", [None, 12])
+def test_binarized_ids_equal_encoding_the_text(toy_corpus, toy_spm, two_corpora, tmp_path, monkeypatch, max_length):
+    """Two corpora, encoded 64 pairs at a time with 2 threads, give the pairs that ParallelData encodes in one go."""
+    monkeypatch.setattr(nmt.binarize, "CHUNK_LINES", 64)
+    sp = load_subword(toy_spm["en"])
+    header = binarize(
+        two_corpora["en"], two_corpora["de"], toy_spm["en"], toy_spm["de"], tmp_path / "train", max_length, threads=2
+    )
+    expected = ParallelData.from_files(toy_corpus["train.en"], toy_corpus["train.de"], sp, sp, max_length)
+    data = BinarizedData.open(tmp_path / "train")
+    assert_same_pairs(data, expected)
+    assert isinstance(data.src.ids, np.memmap) and data.src.ids.dtype == np.uint16 and not data.src.ids.flags.writeable
+    assert header == data.header == json.loads((tmp_path / "train.json").read_text())
+    assert header["pairs"] == len(expected) and header["dropped_by_length"] == 600 - len(expected)
+    assert (header["dropped_by_length"] > 0) == (max_length is not None)
+    assert header["src"]["tokens"] == int(expected.src.lengths.sum()) and header["trg"]["dtype"] == "uint16"
+    assert header["src"]["files"] == [str(p) for p in two_corpora["en"]] and len(header["src"]["spm_sha256"]) == 64
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "train.json", "train.src.ids", "train.src.offsets", "train.trg.ids", "train.trg.offsets",
+    ]  # fmt: skip
+
+
+def test_training_data_is_cut_to_the_training_limit(toy_corpus, toy_spm, tmp_path):
+    sp = load_subword(toy_spm["en"])
+    binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], tmp_path / "all")
+    data = open_training_data(tmp_path / "all", toy_spm["en"], toy_spm["de"], max_length=12)
+    expected = ParallelData.from_files(toy_corpus["train.en"], toy_corpus["train.de"], sp, sp, 12)
+    assert 0 < len(data) < 600
+    assert_same_pairs(data, expected)
+    binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], tmp_path / "short", 12)
+    with pytest.raises(DataError) as excinfo:
+        open_training_data(tmp_path / "short", toy_spm["en"], toy_spm["de"], max_length=100)
+    assert_one_line(excinfo, tmp_path / "short.json", "binarized with max_length 12", "binarize again")
+
+
+def test_misaligned_corpus_names_both_files_and_writes_nothing(toy_spm, two_corpora, tmp_path):
+    src = write_lines(tmp_path / "c.en", ["a b", "c"])
+    trg = write_lines(tmp_path / "c.de", ["a"])
+    with pytest.raises(DataError) as excinfo:
+        binarize([two_corpora["en"][0], src], [two_corpora["de"][0], trg], toy_spm["en"], toy_spm["de"], tmp_path / "x")
+    assert_one_line(excinfo, f"{src} has 2 lines but {trg} has 1")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.de", "c.en"]
+
+
+def test_another_vocabulary_is_refused(toy_corpus, toy_spm, tmp_path):
+    other = {"en": tmp_path / "o.en.model", "de": tmp_path / "o.de.model"}
+    config = SubwordConfig(vocab_size=50)
+    train_subword([toy_corpus["train.en"]], [toy_corpus["train.de"]], other["en"], other["de"], config)
+    binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], tmp_path / "t")
+    with pytest.raises(DataError) as excinfo:
+        open_training_data(tmp_path / "t", other["en"], toy_spm["de"], max_length=100)
+    assert_one_line(excinfo, tmp_path / "t.json", "src side encoded with another subword model", other["en"])
+
+
+def test_truncated_or_missing_files_are_one_line(toy_corpus, toy_spm, tmp_path):
+    with pytest.raises(DataError) as excinfo:
+        BinarizedData.open(tmp_path / "none")
+    assert_one_line(excinfo, tmp_path / "none.json", "not found")
+    binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], tmp_path / "t")
+    ids = tmp_path / "t.trg.ids"
+    ids.write_bytes(ids.read_bytes()[:-2])
+    with pytest.raises(DataError) as excinfo:
+        BinarizedData.open(tmp_path / "t")
+    assert_one_line(excinfo, ids, "binarize again")
