@@ -184,6 +184,7 @@ def train_stage(work: Path, args: argparse.Namespace) -> dict:
             for name, kb in (*rss.items(), ("total", sum(rss.values()))):
                 peak[name] = max(peak[name], kb / 1024)
     result = {
+        "parameters": json.loads((model_dir / "summary.json").read_text())["parameters"],
         "first_update_s": steps[1] - start,
         "updates": max(steps),
         "updates_s": last - steps[1],
@@ -222,6 +223,32 @@ def run_size(args: argparse.Namespace) -> dict:
     return results
 
 
+def summarize(workdir: Path, sizes: list[int]) -> None:
+    """Print each stage's time per pair and peak RSS at every size, and the growth from the smallest to the largest."""
+    runs = [json.loads((workdir / str(n) / "scale.json").read_text()) for n in sizes]
+    print(f"\n| stage | {' | '.join(f'{n:,} pairs: s, µs/pair, MB' for n in sizes)} | µs/pair ratio |")
+    print(f"|---|{'---:|' * len(sizes)}---:|")
+    for stage in STAGES[1:-1]:
+        cells = [run["stages"].get(stage) for run in runs]
+        if None in cells:
+            continue
+        per_pair = [1e6 * c["seconds"] / run["pairs"] for c, run in zip(cells, runs, strict=True)]
+        text = [f"{c['seconds']:,.0f}, {u:.0f}, {c['peak_rss_mb']:,.0f}" for c, u in zip(cells, per_pair, strict=True)]
+        print(f"| {stage} | {' | '.join(text)} | {per_pair[-1] / per_pair[0]:.2f} |")
+    trained = [run for run in runs if "train" in run]
+    for run in trained:
+        anon = max(rank["RssAnon"] for rank in run["train"]["peak_mb_per_rank"])
+        file = max(rank["RssFile"] for rank in run["train"]["peak_mb_per_rank"])
+        model = run["train"].get("parameters", 0) * 4 * 4 / 2**20  # fp32 weights, gradients, Adam's two moments
+        print(f"train {run['pairs']:,} pairs: first update after {run['train']['first_update_s']:.1f} s, "
+              f"peak RssAnon {anon:,.0f} MB, RssFile {file:,.0f} MB (per rank, largest); "
+              f"model + gradients + Adam {model:,.0f} MB")  # fmt: skip
+    if len(trained) > 1:
+        anon = [max(rank["RssAnon"] for rank in run["train"]["peak_mb_per_rank"]) for run in trained]
+        growth = (anon[-1] - anon[0]) * 2**20 / (trained[-1]["pairs"] - trained[0]["pairs"])
+        print(f"RssAnon growth per training pair: {growth:.1f} bytes")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, nargs="+", default=[1_000_000, 5_000_000])
@@ -241,6 +268,7 @@ def main() -> None:
     for pairs in sizes:
         args.pairs = pairs
         run_size(args)
+    summarize(args.workdir, sizes)
 
 
 if __name__ == "__main__":

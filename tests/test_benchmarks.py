@@ -1,4 +1,5 @@
-"""The toolkit comparison harness (benchmarks/compare_toolkits.py) on its quick synthetic task, ours only.
+"""The benchmarks on small inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its quick
+synthetic task, ours only, and the WMT-scale rehearsal (benchmarks/scale.py) on 50,000 pairs.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
 harness's measurement, data preparation and tables are the same code for every system.
@@ -10,6 +11,10 @@ import subprocess
 import sys
 
 from conftest import MIRROR, REPO
+
+from nmt.binarize import BinarizedData
+from nmt.data import EOS
+from nmt.subword import load_subword
 
 
 def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
@@ -61,3 +66,43 @@ def test_compare_toolkits_prepares_multi30k_from_the_mirror(tmp_path):
     pieces = task.pieces("test", "src").read_text(encoding="utf-8").splitlines()
     assert set(" ".join(pieces).split()) <= set(vocab) | {"<unk>"}
     assert task.decode_pieces(pieces[:3]) == task.lines("test", "src")[:3]
+
+
+def test_scale_rehearsal_binarizes_exactly_what_sentencepiece_encodes(tmp_path):
+    # The small version of benchmarks/scale.py: 50,000 generated pairs through every stage.
+    argv = [sys.executable, str(REPO / "benchmarks" / "scale.py"), "--pairs", "50000", "--workdir", str(tmp_path)]
+    argv += ["--mirror", str(MIRROR), "--vocab-size", "8000", "--max-length", "64", "--updates", "4"]
+    argv += ["--batch-tokens", "1024"]
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    work = tmp_path / "50000"
+    results = json.loads((work / "scale.json").read_text())
+    for stage in ("generate", "clean", "subword", "binarize"):
+        assert results["stages"][stage]["seconds"] > 0 and results["stages"][stage]["peak_rss_mb"] > 10
+        assert f"50,000 {stage}" in out.stdout
+    src = (work / "raw.en").read_text(encoding="utf-8").splitlines()
+    assert len(src) == 50_000 and 20 < sum(len(line.split()) for line in src) / len(src) < 35
+    # The generator repeats 3% of the pairs; cleaning drops them (and a few that repeat by chance).
+    assert 0.025 < results["clean"]["duplicate"] / 50_000 < 0.04
+
+    sp = {side: load_subword(work / f"spm.{side}.model") for side in ("en", "de")}
+    data = BinarizedData.open(work / "bin" / "train")
+    i = dropped = 0
+    with open(work / "clean.en", encoding="utf-8") as src_f, open(work / "clean.de", encoding="utf-8") as trg_f:
+        for src_line, trg_line in zip(src_f, trg_f, strict=True):
+            src_ids = sp["en"].encode(src_line.rstrip("\n")) + [EOS]
+            trg_ids = sp["de"].encode(trg_line.rstrip("\n")) + [EOS]
+            if max(len(src_ids), len(trg_ids)) > 64:
+                dropped += 1
+                continue
+            assert data.src[i].tolist() == src_ids and data.trg[i].tolist() == trg_ids, f"pair {i}"
+            i += 1
+    assert 0 < dropped < 0.2 * i, "the long tail of glued sentences passes 64 subwords sometimes"
+    assert data.header["pairs"] == len(data) == i == results["binarize"]["pairs"]
+    assert data.header["dropped_by_length"] == dropped and results["clean"]["kept"] == i + dropped
+
+    train = results["train"]
+    assert train["updates"] == 4 and 0 < train["first_update_s"] < 300
+    assert len(train["peak_mb_per_rank"]) == 2, "two training processes were sampled"
+    for peak in train["peak_mb_per_rank"]:
+        assert 100 < peak["RssAnon"] < 4000 and 0 < peak["RssFile"] < 4000
