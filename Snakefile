@@ -12,6 +12,9 @@
 #   {src}-{trg}/backtranslation/parts/{part}.{trg}     monolingual parts (checkpoint split_monolingual)
 #   {src}-{trg}/backtranslation/{variant}/parts/{part}.{src}   back-translated parts
 #   {src}-{trg}/backtranslation/{variant}/train.{lang} real + synthetic training corpus (+ report.json)
+#   {src}-{trg}/data/bin/{stage}/train.json            binarized training set of a stage: header, and beside it
+#     train.{src,trg}.{ids,offsets}                    memory-mapped token ids and int64 sentence offsets
+#   {src}-{trg}/data/bin/reverse/train.*               the same, reversed, for the back-translation model
 #   {src}-{trg}/{model}/{stage}/seed{N}/model/          model.pt, summary.json, train.tsv, valid.tsv, checkpoints/
 #   {src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}   detokenized system output
 #   {src}-{trg}/{model}/{stage}/{run}/scores/{test}.json   BLEU/chrF/TER with sacrebleu signatures
@@ -40,6 +43,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/subword.smk"
 include: "workflow/rules/backtranslate.smk"
+include: "workflow/rules/binarize.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 

@@ -1,4 +1,4 @@
-"""Command line: ``python -m nmt translate --model DIR [--model DIR2 ...] < src > hyp``, ``score`` and ``train``.
+"""Command line: ``translate`` (``python -m nmt translate --model DIR <src >hyp``), ``score``, ``binarize``, ``train``.
 
 ``train`` is what the workflow runs under ``torchrun`` for data-parallel training; it works on its
 own too, also under ``srun torchrun ...`` across nodes.
@@ -46,16 +46,26 @@ def score(args: argparse.Namespace) -> None:
         print(f"{name}\t{value['score']:.2f}\t{value['signature']}")
 
 
-# The path arguments of nmt.training.train, each a required --option (train_src: --train-src).
-TRAIN_FILES = ("train_src", "train_trg", "dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
+# The path arguments of nmt.training.train besides the training data, each a required --option (dev_src: --dev-src).
+TRAIN_FILES = ("dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
 
 
 def train(args: argparse.Namespace) -> None:
     from nmt.config import TrainConfig
+    from nmt.errors import ConfigError
     from nmt.training import train as train_model
 
     config = from_dict(TrainConfig, args.training, "--training")
-    train_model(args.model_options, config, **{name: getattr(args, name) for name in TRAIN_FILES})
+    if (args.train_data is None) == (args.train_src is None or args.train_trg is None):
+        raise ConfigError("train: give either --train-data PREFIX or both --train-src FILE... and --train-trg FILE...")
+    data = args.train_data or (args.train_src, args.train_trg)
+    train_model(args.model_options, config, data, **{name: getattr(args, name) for name in TRAIN_FILES})
+
+
+def binarize(args: argparse.Namespace) -> None:
+    from nmt.binarize import binarize as binarize_files
+
+    binarize_files(args.src, args.trg, args.src_spm, args.trg_spm, args.out, args.max_length, args.threads)
 
 
 def json_mapping(text: str) -> dict:
@@ -95,10 +105,23 @@ def main(argv: list[str] | None = None) -> None:
     p = commands.add_parser("train", help="train a model into a directory (data parallel under torchrun)")
     p.add_argument("--model-options", required=True, type=json_mapping, help='e.g. {"arch": "transformer"}')
     p.add_argument("--training", default={}, type=json_mapping, help="training keys as JSON (config.yaml's training)")
+    p.add_argument("--train-data", help="prefix of a binarized training set (python -m nmt binarize)")
+    p.add_argument("--train-src", nargs="+", help="or: source text files, binarized into MODEL_DIR/train at each start")
+    p.add_argument("--train-trg", nargs="+", help="and the target text files aligned with them")
     for name in TRAIN_FILES:
         p.add_argument(f"--{name.replace('_', '-')}", required=True)
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=train)
+    p = commands.add_parser("binarize", help="encode aligned text files once into memory-mapped training data")
+    p.add_argument("--src", required=True, nargs="+", help="source text files")
+    p.add_argument("--trg", required=True, nargs="+", help="target text files, aligned with --src one by one")
+    p.add_argument("--src-spm", required=True, help="source sentencepiece model")
+    p.add_argument("--trg-spm", required=True, help="target sentencepiece model")
+    p.add_argument("--out", required=True, help="output prefix: writes OUT.json, OUT.{src,trg}.{ids,offsets}")
+    p.add_argument("--max-length", type=int, help="drop pairs longer than this many subwords (EOS included)")
+    p.add_argument("--threads", type=int, default=1, help="sentencepiece encoding threads")
+    p.add_argument("--log-file", help="append the log to this file (default: stderr)")
+    p.set_defaults(run=binarize)
     args = parser.parse_args(argv)
     with entry_point(getattr(args, "log_file", None)):
         args.run(args)

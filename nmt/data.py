@@ -135,17 +135,30 @@ def token_batches(
     """
     rng = np.random.default_rng([seed, epoch])
     order = np.lexsort((rng.random(len(trg_lengths)), src_lengths, trg_lengths))
-    batches, start, longest = [], 0, 0
-    for pos, i in enumerate(order):
-        longest_now = max(longest, int(trg_lengths[i]), int(src_lengths[i]))
-        if pos > start and longest_now * (pos - start + 1) > batch_tokens:
-            batches.append(order[start:pos])
-            start, longest_now = pos, max(int(trg_lengths[i]), int(src_lengths[i]))
-        longest = longest_now
-    if start < len(order):
-        batches.append(order[start:])
+    longest = np.maximum(src_lengths, trg_lengths)[order]  # (N,) padded length of each sentence, in sorted order
+    batches, start = [], 0
+    while start < len(order):  # a loop over batches; numpy does the sentences
+        size = _batch_size(longest[start:], batch_tokens)
+        batches.append(order[start : start + size])
+        start += size
     rng.shuffle(batches)
     return batches
+
+
+def _batch_size(longest: np.ndarray, batch_tokens: int) -> int:
+    """How many of the next sentences (padded lengths ``longest``, in batch order) the next batch takes.
+
+    Greedy: the most sentences whose number times their running maximum stays within ``batch_tokens``,
+    at least one. That product only grows along the sentences, so the cut is a binary search in a
+    window, which doubles until the cut falls inside it (cost proportional to the batch, not the corpus).
+    """
+    window = 64
+    while True:
+        cost = np.maximum.accumulate(longest[:window]) * np.arange(1, min(window, len(longest)) + 1)
+        size = max(1, int(np.searchsorted(cost, batch_tokens, side="right")))
+        if size < len(cost) or window >= len(longest):
+            return size
+        window *= 2
 
 
 @dataclass

@@ -16,6 +16,7 @@ import sacrebleu
 import torch
 
 from nmt.atomic import write_text
+from nmt.binarize import binarize, open_training_data
 from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
@@ -104,8 +105,7 @@ def validate(
 def train(
     model_options: dict[str, Any],
     config: TrainConfig,
-    train_src: str | Path,
-    train_trg: str | Path,
+    train_data: str | Path | tuple[list[str | Path], list[str | Path]],
     dev_src: str | Path,
     dev_ref: str | Path,
     src_spm: str | Path,
@@ -123,6 +123,8 @@ def train(
 
     :param model_options: ``arch``, ``preset`` and architecture keys (see :func:`nmt.model.build_model`)
     :param config: training settings
+    :param train_data: the prefix of a binarized training set (:func:`nmt.binarize.binarize`), or
+        (source files, target files) of aligned text, which rank 0 binarizes into ``model_dir/train`` first
     :return: the summary written to ``summary.json``
     """
     model_dir = Path(model_dir)
@@ -137,7 +139,7 @@ def train(
             logging.getLogger("nmt").setLevel(logging.WARNING)
         if world.is_main:
             ckpt_dir.mkdir(parents=True, exist_ok=True)
-        summary = _train(model_options, config, train_src, train_trg, dev_src, dev_ref, src_spm, trg_spm, model_dir,
+        summary = _train(model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir,
                          device, world)  # fmt: skip
         world.barrier()  # gloo aborts a process whose peer tears the group down first
         return summary
@@ -146,7 +148,7 @@ def train(
 
 
 def _train(
-    model_options, config, train_src, train_trg, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+    model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
 ) -> dict[str, Any]:
     ckpt_dir = model_dir / "checkpoints"
     if config.threads > 0:
@@ -156,7 +158,12 @@ def _train(
 
     src_sp, trg_sp = load_subword(src_spm), load_subword(trg_spm)
     shared_vocab = src_sp.serialized_model_proto() == trg_sp.serialized_model_proto()
-    data = ParallelData.from_files(train_src, train_trg, src_sp, trg_sp, config.max_length)
+    if not isinstance(train_data, (str, Path)):  # text: encoded again at every start, by rank 0 only
+        text, train_data = train_data, model_dir / "train"
+        if world.is_main:
+            binarize(*text, src_spm, trg_spm, train_data, config.max_length, max(1, config.threads))
+        world.barrier()
+    data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
     dev_src_lines, dev_ref_lines = read_lines(dev_src), read_lines(dev_ref)
     dev = ParallelData.from_lines(dev_src_lines, dev_ref_lines, src_sp, trg_sp, names=(str(dev_src), str(dev_ref)))
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))

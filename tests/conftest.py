@@ -105,8 +105,7 @@ def run_training(toy_corpus, toy_spm, model_dir, model=TOY_MODEL, **overrides):
     return train(
         model,
         tiny_train_config(**overrides),
-        train_src=toy_corpus["train.en"],
-        train_trg=toy_corpus["train.de"],
+        train_data=([toy_corpus["train.en"]], [toy_corpus["train.de"]]),
         dev_src=toy_corpus["dev.en"],
         dev_ref=toy_corpus["dev.de"],
         src_spm=toy_spm["en"],

@@ -77,3 +77,45 @@ def test_make_batch_shifts_target(toy_data):
 def test_pad():
     out = pad([np.array([5, 6, 3]), np.array([7, 3])])
     assert out.tolist() == [[5, 6, 3], [7, 3, PAD]]
+
+
+def loop_token_batches(src_lengths, trg_lengths, batch_tokens, seed, epoch):
+    """token_batches as it was before it was vectorised: a Python loop over the sentences (the reference)."""
+    rng = np.random.default_rng([seed, epoch])
+    order = np.lexsort((rng.random(len(trg_lengths)), src_lengths, trg_lengths))
+    batches, start, longest = [], 0, 0
+    for pos, i in enumerate(order):
+        longest_now = max(longest, int(trg_lengths[i]), int(src_lengths[i]))
+        if pos > start and longest_now * (pos - start + 1) > batch_tokens:
+            batches.append(order[start:pos])
+            start, longest_now = pos, max(int(trg_lengths[i]), int(src_lengths[i]))
+        longest = longest_now
+    if start < len(order):
+        batches.append(order[start:])
+    rng.shuffle(batches)
+    return batches
+
+
+@pytest.mark.parametrize("batch_tokens", [1, 7, 64, 300, 4096, 10**6])
+@pytest.mark.parametrize("shape", ["uniform", "long_sources", "ties", "outliers"])
+def test_token_batches_equal_the_sentence_loop(shape, batch_tokens):
+    """The same batches, in the same order, as the loop over sentences, on random lengths of several shapes:
+    a source longer than its target breaks the running maximum's order within the (target, source) sort."""
+    rng = np.random.default_rng(len(shape) * 1000 + batch_tokens % 997)
+    n = 3000
+    trg = rng.integers(1, 120, n)
+    src = {
+        "uniform": rng.integers(1, 120, n),
+        "long_sources": np.where(rng.random(n) < 0.3, rng.integers(100, 400, n), rng.integers(1, 20, n)),
+        "ties": rng.integers(1, 4, n),
+        "outliers": np.where(rng.random(n) < 0.01, 5000, rng.integers(1, 60, n)),
+    }[shape]
+    if shape == "ties":
+        trg = rng.integers(1, 4, n)
+    for lengths in ((src, trg), (src.astype(np.int32), trg.astype(np.int32))):
+        for seed, epoch in ((1, 1), (7, 3)):
+            new = token_batches(*lengths, batch_tokens, seed, epoch)
+            old = loop_token_batches(*lengths, batch_tokens, seed, epoch)
+            assert len(new) == len(old)
+            assert all(np.array_equal(a, b) for a, b in zip(new, old, strict=True))
+    assert token_batches(np.zeros(0, np.int32), np.zeros(0, np.int32), 100, 1, 1) == []

@@ -29,8 +29,7 @@ rule clean_monolingual:
 # Train the target->source model on the cleaned parallel data, reversed, with the pair's subword models.
 rule train_reverse_model:
     input:
-        src=get_corpus_files("train", "trg"),
-        trg=get_corpus_files("train", "src"),
+        data=multiext("results/{src}-{trg}/data/bin/reverse/train", ".json", ".src.ids", ".src.offsets", ".trg.ids", ".trg.offsets"),
         dev_src=get_corpus_files("dev", "trg"),
         dev_ref=get_corpus_files("dev", "src"),
         src_spm="results/{src}-{trg}/subword/{trg}.model",
@@ -39,6 +38,7 @@ rule train_reverse_model:
         model="results/{src}-{trg}/backtranslation/reverse/model.pt",
         summary="results/{src}-{trg}/backtranslation/reverse/summary.json",
     params:
+        train_data=get_binarized_prefix,
         model=REVERSE_OPTIONS,
         training=get_reverse_training,
     log:

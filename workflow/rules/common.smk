@@ -159,6 +159,21 @@ def get_corpus_files(role, side):
     return inputs
 
 
+def get_binarize_max_length(wildcards):
+    """The largest max_length of the models that train on a stage's data; a model with a smaller one cuts it."""
+    models = MODELS if wildcards.stage == "baseline" else BT["models"]
+    return max(TRAINING[model].max_length for model in models)
+
+
+def get_binarize_prefix(wildcards, output):
+    """The prefix of a binarized training set: its header (the first of the rule's data files) without .json."""
+    return output.data[0].removesuffix(".json")
+
+
+def get_binarized_prefix(wildcards, input):
+    return input.data[0].removesuffix(".json")
+
+
 def get_model_options(wildcards):
     return MODEL_OPTIONS[wildcards.model]
 

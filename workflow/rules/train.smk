@@ -1,11 +1,10 @@
 # Training stage: one model per pair, config["models"] entry, stage (baseline or BT variant) and seed.
 
 
-# Train a model on the cleaned parallel data; resumes from its last checkpoint when re-run.
+# Train a model on the binarized parallel data; resumes from its last checkpoint when re-run.
 rule train_model:
     input:
-        src=get_corpus_files("train", "src"),
-        trg=get_corpus_files("train", "trg"),
+        data=multiext("results/{src}-{trg}/data/bin/{stage}/train", ".json", ".src.ids", ".src.offsets", ".trg.ids", ".trg.offsets"),
         dev_src=get_corpus_files("dev", "src"),
         dev_ref=get_corpus_files("dev", "trg"),
         src_spm="results/{src}-{trg}/subword/{src}.model",
@@ -14,6 +13,7 @@ rule train_model:
         model="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/model.pt",
         summary="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/summary.json",
     params:
+        train_data=get_binarized_prefix,
         model=get_model_options,
         training=get_training,
     log:

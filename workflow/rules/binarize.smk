@@ -1,0 +1,50 @@
+# Binarize stage: each training set is encoded once into memory-mapped token ids (nmt/binarize.py) that
+# every training process of every model and seed on it maps read-only.
+
+
+# Encode a stage's training data (the cleaned corpora, or a variant's real + synthetic corpus).
+rule binarize_corpus:
+    input:
+        src=get_corpus_files("train", "src"),
+        trg=get_corpus_files("train", "trg"),
+        src_spm="results/{src}-{trg}/subword/{src}.model",
+        trg_spm="results/{src}-{trg}/subword/{trg}.model",
+    output:
+        data=multiext("results/{src}-{trg}/data/bin/{stage}/train", ".json", ".src.ids", ".src.offsets", ".trg.ids", ".trg.offsets"),
+    params:
+        prefix=get_binarize_prefix,
+        max_length=get_binarize_max_length,
+    log:
+        "results/logs/binarize_corpus/{src}-{trg}.{stage}.log",
+    threads: 4
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(120),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/binarize_corpus.py"
+
+
+# Encode the cleaned corpora reversed (target -> source), for the back-translation model.
+rule binarize_reverse_corpus:
+    input:
+        src=get_corpus_files("train", "trg"),
+        trg=get_corpus_files("train", "src"),
+        src_spm="results/{src}-{trg}/subword/{trg}.model",
+        trg_spm="results/{src}-{trg}/subword/{src}.model",
+    output:
+        data=multiext("results/{src}-{trg}/data/bin/reverse/train", ".json", ".src.ids", ".src.offsets", ".trg.ids", ".trg.offsets"),
+    params:
+        prefix=get_binarize_prefix,
+        max_length=REVERSE_TRAINING.max_length,
+    log:
+        "results/logs/binarize_reverse_corpus/{src}-{trg}.log",
+    threads: 4
+    resources:
+        mem_mb=per_attempt(2000),
+        runtime=per_attempt(120),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/binarize_corpus.py"
