@@ -11,12 +11,13 @@ import logging
 import os
 import random
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import ExitStack
+from itertools import zip_longest
 from pathlib import Path
 
 from nmt.atomic import atomic_text
 from nmt.config import SyntheticConfig
-from nmt.data import read_corpus
 from nmt.errors import DataError
 from nmt.subword import BT_TAG
 
@@ -97,9 +98,11 @@ def build_synthetic_corpus(
     The real pairs are written ``config.upsample_real`` times. Synthetic pairs (a back-translated
     source from ``bt_src`` with its monolingual target from ``bt_trg``) that pass the filters of
     :class:`~nmt.config.SyntheticConfig` follow; with ``config.synthetic_ratio`` at most that many
-    synthetic pairs per (upsampled) real pair are kept, a random sample reproducible by ``seed``.
+    synthetic pairs per (upsampled) real pair are kept, a uniform random sample reproducible by ``seed``
+    (selection sampling, Knuth's Algorithm S, in a second pass over the parts).
     With ``config.tagged`` every synthetic source starts with :data:`nmt.subword.BT_TAG`.
-    Training shuffles the batches, so the order of the lines does not matter.
+    Training shuffles the batches, so the order of the lines does not matter. Every file is streamed
+    line by line: memory does not grow with the corpus.
 
     :param real_src: cleaned source-side training files
     :param real_trg: cleaned target-side training files, line-aligned
@@ -109,47 +112,42 @@ def build_synthetic_corpus(
     :param trg_out: target side of the mixture, written atomically
     :param report: JSON report: real and synthetic pair counts, and the synthetic pairs dropped per filter
     :return: the report dict
-    :raises DataError: if a translated part and its monolingual part differ in line count
+    :raises DataError: if the real sides, or a translated part and its monolingual part, differ in line count
     """
-    src_lines, trg_lines = read_corpus(real_src), read_corpus(real_trg)
-    if len(src_lines) != len(trg_lines):
-        raise DataError(f"{real_src[0]} and {real_trg[0]}: {len(src_lines)} source but {len(trg_lines)} target lines")
     dropped = dict.fromkeys(SYNTHETIC_FILTERS, 0)
-    synthetic: list[tuple[str, str]] = []
-    for hyp_path, mono_path in zip(bt_src, bt_trg, strict=True):
-        hyps, monos = read_corpus(hyp_path), read_corpus(mono_path)
-        if len(hyps) != len(monos):
-            raise DataError(f"{hyp_path} has {len(hyps)} lines but its monolingual part {mono_path} has {len(monos)}")
-        for hyp, mono in zip(hyps, monos, strict=True):
-            reason = get_drop_reason(hyp, mono, config)
-            if reason is None:
-                synthetic.append((hyp, mono))
-            else:
-                dropped[reason] += 1
-    real_pairs = len(src_lines) * config.upsample_real
-    if config.synthetic_ratio is not None and len(synthetic) > config.synthetic_ratio * real_pairs:
-        keep = int(config.synthetic_ratio * real_pairs)
-        chosen = sorted(random.Random(seed).sample(range(len(synthetic)), keep))
-        dropped["synthetic_ratio"] = len(synthetic) - keep
-        synthetic = [synthetic[i] for i in chosen]
-    if not synthetic:
-        counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
-        raise DataError(f"{bt_src[0] if bt_src else src_out}: no synthetic pair is left after the filters ({counts})")
-    tag = f"{BT_TAG} " if config.tagged else ""
     with ExitStack() as stack:
         src_f = stack.enter_context(atomic_text(src_out))
         trg_f = stack.enter_context(atomic_text(trg_out))
+        real_pairs = 0
         for _ in range(config.upsample_real):
-            src_f.writelines(line + "\n" for line in src_lines)
-            trg_f.writelines(line + "\n" for line in trg_lines)
-        for hyp, mono in synthetic:
+            real_pairs = 0
+            for src, trg in _real_pairs(real_src, real_trg):
+                src_f.write(src + "\n")
+                trg_f.write(trg + "\n")
+                real_pairs += 1
+        passed = sum(1 for _ in _passing_pairs(bt_src, bt_trg, config, dropped))
+        synthetic_in, keep = passed + sum(dropped.values()), passed
+        if config.synthetic_ratio is not None and passed > config.synthetic_ratio * real_pairs * config.upsample_real:
+            keep = int(config.synthetic_ratio * real_pairs * config.upsample_real)
+        dropped["synthetic_ratio"] = passed - keep
+        if keep == 0:
+            counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
+            raise DataError(
+                f"{bt_src[0] if bt_src else src_out}: no synthetic pair is left after the filters ({counts})"
+            )
+        tag = f"{BT_TAG} " if config.tagged else ""
+        rng, chosen = random.Random(seed), 0
+        for seen, (hyp, mono) in enumerate(_passing_pairs(bt_src, bt_trg, config, dict(dropped))):
+            if keep < passed and rng.random() * (passed - seen) >= keep - chosen:
+                continue  # Algorithm S: take each of the remaining ones with chance (still needed / still left)
             src_f.write(f"{tag}{hyp}\n")
             trg_f.write(f"{mono}\n")
+            chosen += 1
     result = {
-        "real_pairs": len(src_lines),
+        "real_pairs": real_pairs,
         "upsample_real": config.upsample_real,
-        "synthetic_in": len(synthetic) + sum(dropped.values()),
-        "synthetic_pairs": len(synthetic),
+        "synthetic_in": synthetic_in,
+        "synthetic_pairs": keep,
         "tagged": config.tagged,
         "dropped": dropped,
     }
@@ -157,6 +155,42 @@ def build_synthetic_corpus(
         f.write(json.dumps(result, indent=2) + "\n")
     log.info(
         "%s: %d real pairs x%d + %d synthetic pairs; dropped %s",
-        src_out, len(src_lines), config.upsample_real, len(synthetic), dropped,
+        src_out, real_pairs, config.upsample_real, keep, dropped,
     )  # fmt: skip
     return result
+
+
+def _lines(paths: list[str | Path]) -> Iterator[str]:
+    """The lines of files written by earlier stages, one after the other, without line terminators."""
+    for path in paths:
+        if not Path(path).is_file():
+            raise DataError(f"{path}: file not found")
+        with open(path, encoding="utf-8") as f:
+            yield from (line.rstrip("\n") for line in f)
+
+
+def _real_pairs(real_src: list[str | Path], real_trg: list[str | Path]) -> Iterator[tuple[str, str]]:
+    """The pairs of the real corpus; :class:`DataError` with both line counts if the sides differ."""
+    for src, trg in zip_longest(_lines(real_src), _lines(real_trg)):
+        if src is None or trg is None:
+            counts = [sum(1 for _ in _lines(paths)) for paths in (real_src, real_trg)]
+            raise DataError(f"{real_src[0]} and {real_trg[0]}: {counts[0]} source but {counts[1]} target lines")
+        yield src, trg
+
+
+def _passing_pairs(
+    bt_src: list[str | Path], bt_trg: list[str | Path], config: SyntheticConfig, dropped: dict
+) -> Iterator[tuple[str, str]]:
+    """The synthetic pairs (hypothesis, monolingual sentence) that pass the filters, counting drops in ``dropped``."""
+    for hyp_path, mono_path in zip(bt_src, bt_trg, strict=True):
+        for hyp, mono in zip_longest(_lines([hyp_path]), _lines([mono_path])):
+            if hyp is None or mono is None:
+                counts = [sum(1 for _ in _lines([path])) for path in (hyp_path, mono_path)]
+                raise DataError(
+                    f"{hyp_path} has {counts[0]} lines but its monolingual part {mono_path} has {counts[1]}"
+                )
+            reason = get_drop_reason(hyp, mono, config)
+            if reason is None:
+                yield hyp, mono
+            else:
+                dropped[reason] += 1

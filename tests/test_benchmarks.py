@@ -1,5 +1,6 @@
 """The benchmarks on quick inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its
-synthetic task, ours only, and the search-quality report (benchmarks/search_quality.py) of the toy model.
+synthetic task, ours only, the search-quality report (benchmarks/search_quality.py) of the toy model, and
+the WMT-scale rehearsal (benchmarks/scale.py) on 50,000 pairs.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
 harness's measurement, data preparation and tables are the same code for every system.
@@ -11,6 +12,10 @@ import subprocess
 import sys
 
 from conftest import MIRROR, REPO
+
+from nmt.binarize import BinarizedData
+from nmt.data import EOS
+from nmt.subword import load_subword
 
 
 def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
@@ -78,3 +83,43 @@ def test_search_quality_reports_every_search_of_the_trained_model(trained_model,
     assert set(stops) == {"exact", "first_k", "never"}
     assert stops["never"][3] == "0.0" and stops["never"][2] == stops["exact"][2]  # the exact rule loses nothing
     assert "(6 sentences)" in out.stdout and all(0 <= float(r[4]) <= 100 for r in beams.values())
+
+
+def test_scale_rehearsal_binarizes_exactly_what_sentencepiece_encodes(tmp_path):
+    # The small version of benchmarks/scale.py: 50,000 generated pairs through every stage.
+    argv = [sys.executable, str(REPO / "benchmarks" / "scale.py"), "--pairs", "50000", "--workdir", str(tmp_path)]
+    argv += ["--mirror", str(MIRROR), "--vocab-size", "8000", "--max-length", "64", "--updates", "4"]
+    argv += ["--batch-tokens", "1024"]
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    work = tmp_path / "50000"
+    results = json.loads((work / "scale.json").read_text())
+    for stage in ("generate", "clean", "subword", "binarize"):
+        assert results["stages"][stage]["seconds"] > 0 and results["stages"][stage]["peak_rss_mb"] > 10
+        assert f"50,000 {stage}" in out.stdout
+    src = (work / "raw.en").read_text(encoding="utf-8").splitlines()
+    assert len(src) == 50_000 and 20 < sum(len(line.split()) for line in src) / len(src) < 35
+    # The generator repeats 3% of the pairs; cleaning drops them (and a few that repeat by chance).
+    assert 0.025 < results["clean"]["duplicate"] / 50_000 < 0.04
+
+    sp = {side: load_subword(work / f"spm.{side}.model") for side in ("en", "de")}
+    data = BinarizedData.open(work / "bin" / "train")
+    i = dropped = 0
+    with open(work / "clean.en", encoding="utf-8") as src_f, open(work / "clean.de", encoding="utf-8") as trg_f:
+        for src_line, trg_line in zip(src_f, trg_f, strict=True):
+            src_ids = sp["en"].encode(src_line.rstrip("\n")) + [EOS]
+            trg_ids = sp["de"].encode(trg_line.rstrip("\n")) + [EOS]
+            if max(len(src_ids), len(trg_ids)) > 64:
+                dropped += 1
+                continue
+            assert data.src[i].tolist() == src_ids and data.trg[i].tolist() == trg_ids, f"pair {i}"
+            i += 1
+    assert 0 < dropped < 0.2 * i, "the long tail of glued sentences passes 64 subwords sometimes"
+    assert data.header["pairs"] == len(data) == i == results["binarize"]["pairs"]
+    assert data.header["dropped_by_length"] == dropped and results["clean"]["kept"] == i + dropped
+
+    train = results["train"]
+    assert train["updates"] == 4 and 0 < train["first_update_s"] < 300
+    assert len(train["peak_mb_per_rank"]) == 2, "two training processes were sampled"
+    for peak in train["peak_mb_per_rank"]:
+        assert 100 < peak["RssAnon"] < 4000 and 0 < peak["RssFile"] < 4000

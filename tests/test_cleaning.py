@@ -3,6 +3,7 @@
 import gzip
 import json
 import lzma
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -482,3 +483,59 @@ def test_parallel_chunks_and_shuffle_keep_pairs_aligned(tmp_path: Path, monkeypa
     assert all(d.split()[-1] == e.split()[-1] for d, e in zip(de, en, strict=True))
     run_clean(tmp_path, src, trg, shuffle=True, seed=3)
     assert read_lines(tmp_path / "out" / "train.de") == de, "the same seed gives the same order"
+
+
+def traced_peak_mb(run) -> float:
+    """Peak of Python allocations (MB) while ``run()`` runs."""
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def test_dedup_memory_does_not_hold_a_set_of_strings_or_digests(tmp_path: Path) -> None:
+    # 300,000 distinct pairs and their duplicates: a Python set of 16-byte digests held about 95 bytes per
+    # pair (28 MB here); the 8-byte digests in a sorted array hold 8, plus the small recent set and chunks.
+    n = 300_000
+    src = write_lines(tmp_path / "raw.de", [f"a{i} b" for i in range(n)] + ["a7 b", "a299999 b"])
+    trg = write_lines(tmp_path / "raw.en", [f"x{i} y" for i in range(n)] + ["x7 y", "x299998 y"])
+    config = CleanConfig(langid=False, normalize_punctuation=False, min_alpha=0)
+    out = tmp_path / "out"
+    report = {}
+
+    def run() -> None:
+        report.update(clean_corpus(src, trg, out / "c.de", out / "c.en", out / "r.tsv", config, "de", "en"))
+
+    peak = traced_peak_mb(run)
+    assert report["kept"] == n + 1 and report["dropped"]["duplicate"] == 1  # ("a7 b", "x7 y") only
+    assert read_lines(out / "c.en")[-1] == "x299998 y"
+    assert peak < 16, f"cleaning {n:,} pairs with dedup peaked at {peak:.1f} MB of Python allocations"
+
+
+def test_digest_set_keeps_distinct_and_finds_duplicates_across_merges(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nmt.cleaning import DigestSet
+
+    monkeypatch.setattr(DigestSet, "RECENT", 100)  # many merges into the sorted array
+    seen = DigestSet()
+    assert all(seen.add(f"s{i}") for i in range(1000))
+    assert len(seen) == 1000
+    assert not any(seen.add(f"s{i}") for i in range(0, 1000, 7))  # old (merged) and recent ones
+    assert seen.add("s1000") and not seen.add("s1000")
+
+
+def test_clean_monolingual_streams_without_holding_the_sentences(tmp_path: Path) -> None:
+    # Without max_sentences every sentence used to be held in a list (with a 16-byte digest each).
+    n = 200_000
+    mono = write_lines(tmp_path / "mono.de", [f"Satz Nummer {i} ist da." for i in range(n)] + ["Satz Nummer 5 ist da."])
+    config = CleanConfig(normalize_punctuation=False)
+    report = {}
+
+    def run() -> None:
+        report.update(clean_monolingual([mono], tmp_path / "o.de", tmp_path / "r.json", config, "de"))
+
+    peak = traced_peak_mb(run)
+    assert report["kept"] == n and report["dropped"]["duplicate"] == 1
+    assert read_lines(tmp_path / "o.de")[n - 1] == f"Satz Nummer {n - 1} ist da."
+    assert peak < 12, f"cleaning {n:,} monolingual sentences peaked at {peak:.1f} MB of Python allocations"
