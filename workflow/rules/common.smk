@@ -21,7 +21,7 @@ from nmt.config import (
     from_dict,
 )
 from nmt.errors import ConfigError
-from nmt.model import resolve_model_options
+from nmt.model_config import resolve_model_options
 
 
 def check_config(config, schema_path):
