@@ -152,7 +152,10 @@ def launch_training(
     args += [f"--{name.replace('_', '-')}={path}" for name, path in files.items()]
     args += [f"--log-file={log_path}"]  # not --log: torchrun would take it for its --log-dir
     command = torchrun_command(processes, args)
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # The processes import this nmt: in a rule's conda env it is on the script's sys.path, not installed.
+    paths = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
     try:
         output, _ = proc.communicate()

@@ -1,11 +1,16 @@
 """Environments: the login node parses the workflow without torch; the rules' env imports this checkout's nmt."""
 
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
-from conftest import REPO
+import pytest
+from conftest import MIRROR, REPO
+
+from nmt.__main__ import TRAIN_FILES
 
 TINY = REPO / "tests" / "integration"
 
@@ -37,3 +42,70 @@ def test_config_modules_do_not_import_torch(tmp_path):
     out = run_without_torch(tmp_path, ["-c", code], tmp_path)
     assert "torch imported" not in out.stderr, out.stderr
     assert "models.r.preset: 'huge' is not a rnn preset" in out.stderr.strip().splitlines()[-1], out.stderr
+
+
+def make_rules_env(tmp_path: Path) -> Path:
+    """A stand-in for the rules' conda env (conda channels are out of reach here): a venv whose packages are
+    this interpreter's, without nmt (the editable install's .pth is not read through a plain path entry)."""
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    purelib = sysconfig.get_paths()["purelib"]
+    site = Path(
+        subprocess.check_output(
+            [env / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()
+    )
+    (site / "deps.pth").write_text(purelib + "\n")
+    return env / "bin" / "python"
+
+
+def env_without_pythonpath(python: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return {**env, "PATH": os.pathsep.join([str(python.parent), env["PATH"]])}
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason=f"offline mirror {MIRROR} not found")
+def test_rules_env_deploys_and_runs_this_checkout(tmp_path):
+    python = make_rules_env(tmp_path)
+    env = env_without_pythonpath(python)
+    assert subprocess.run([python, "-c", "import nmt"], cwd=tmp_path, env=env).returncode != 0
+    work = tmp_path / "work"
+    (work / ".snakemake" / "conda").mkdir(parents=True)
+    # Snakemake runs envs/<env>.post-deploy.sh (if any) as a copy next to the env, .snakemake/conda/<hash>,
+    # from the working directory, with the interpreter of its #! line, in the activated env.
+    for script in (REPO / "envs").glob("*.post-deploy.sh"):
+        copy = work / ".snakemake" / "conda" / "0123456789abcdef0123456789abcdef_.post-deploy.sh"
+        shutil.copy(script, copy)
+        interpreter = script.read_text().splitlines()[0].removeprefix("#!").split()
+        out = subprocess.run([*interpreter, str(copy)], cwd=work, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, f"{script.name}: {out.stdout}{out.stderr}"
+    # A rule script in that env imports nmt from the Snakefile's folder.
+    (work / "config.yaml").write_text((TINY / "config.yaml").read_text())
+    target = "results/data/download/multi30k_val.de"
+    args = ["--snakefile", str(REPO / "Snakefile"), "--directory", str(work), "--cores", "1", target]
+    out = subprocess.run(
+        [python, "-m", "snakemake", *args, "--config", f"mirror={MIRROR}"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (work / target).stat().st_size > 0
+
+
+def test_torchrun_processes_import_the_same_nmt(tmp_path):
+    # As in a rule script of a conda env: nmt is on sys.path, not installed; the torchrun processes must find it too.
+    python = make_rules_env(tmp_path)
+    files = {name: str(tmp_path / f"missing.{name}") for name in TRAIN_FILES}
+    code = (
+        f"import sys; sys.path.append({str(REPO)!r})\n"
+        "from nmt.config import TrainConfig\n"
+        "from nmt.distributed import launch_training\n"
+        f"launch_training(1, {{'arch': 'transformer'}}, TrainConfig(), {files!r}, {str(tmp_path / 'log')!r})\n"
+    )
+    env = env_without_pythonpath(python)
+    out = subprocess.run([python, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "No module named nmt" not in out.stderr, out.stderr[-2000:]
+    assert "missing.src_spm: subword model not found" in out.stderr.strip().splitlines()[-1], out.stderr[-2000:]
