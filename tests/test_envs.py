@@ -11,6 +11,7 @@ import pytest
 from conftest import MIRROR, REPO
 
 from nmt.__main__ import TRAIN_FILES
+from nmt.download import hash_file, mirror_path
 
 TINY = REPO / "tests" / "integration"
 
@@ -109,3 +110,31 @@ def test_torchrun_processes_import_the_same_nmt(tmp_path):
     assert out.returncode != 0
     assert "No module named nmt" not in out.stderr, out.stderr[-2000:]
     assert "missing.src_spm: subword model not found" in out.stderr.strip().splitlines()[-1], out.stderr[-2000:]
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason=f"offline mirror {MIRROR} not found")
+def test_make_mirror_builds_a_mirror_the_tests_use(tmp_path):
+    # The public URLs cannot be reached here: the files come from another mirror (make mirror MIRROR_FROM=...).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    build = [sys.executable, str(REPO / "tests" / "make_mirror.py"), "--out"]
+    out = subprocess.run(
+        [*build, str(tmp_path / "mirror"), "--from", str(MIRROR)], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    listed = [line.split() for line in (REPO / "tests" / "mirror.sha256").read_text().splitlines()]
+    assert len(listed) == 22
+    for sha256, url in listed:
+        assert hash_file(mirror_path(url, tmp_path / "mirror")) == sha256
+    # The tests read $NMT_MIRROR.
+    probe = [sys.executable, "-c", "from conftest import MIRROR; print(MIRROR)"]
+    env |= {"NMT_MIRROR": str(tmp_path / "mirror")}
+    assert subprocess.check_output(probe, cwd=REPO / "tests", env=env, text=True).strip() == str(tmp_path / "mirror")
+    # A file with another sum is one line naming its URL.
+    shutil.copytree(MIRROR, tmp_path / "bad")
+    sha256, url = listed[-1]
+    mirror_path(url, tmp_path / "bad").write_bytes(b"not the corpus")
+    out = subprocess.run(
+        [*build, str(tmp_path / "new"), "--from", str(tmp_path / "bad")], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1].startswith(f"error: {url}: sha256 mismatch, expected {sha256}")
