@@ -239,7 +239,10 @@ def launch_training(
         command = srun_command(nodes, torchrun_command(processes, args, slurm_rendezvous(nodes)))
     else:
         command = torchrun_command(processes, args, rendezvous)
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # The processes import this nmt: in a rule's conda env it is on the script's sys.path, not installed.
+    paths = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
     try:
         output, _ = proc.communicate()

@@ -198,11 +198,8 @@ def _fetch_http(url: str, part: Path, retries: int, backoff: float, timeout: flo
 
 def hash_file(path: str | Path, algorithm: str = "sha256") -> str:
     """Return the lowercase hex digest (``sha256``, ``md5``, ...) of the file at ``path``."""
-    digest = hashlib.new(algorithm)
     with open(path, "rb") as f:
-        while chunk := f.read(CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, algorithm).hexdigest()
 
 
 def _write_json(path: Path, data: dict) -> None:

@@ -22,23 +22,16 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from nmt.config import from_dict
-from nmt.convs2s import PRESETS as CONVS2S_PRESETS
-from nmt.convs2s import ConvS2SConfig, build_convs2s
-from nmt.errors import ConfigError
-from nmt.rnn import PRESETS as RNN_PRESETS
-from nmt.rnn import RnnConfig, build_rnn
-from nmt.transformer import PRESETS as TRANSFORMER_PRESETS
-from nmt.transformer import TransformerConfig, build_transformer
+from nmt.convs2s import build_convs2s
+from nmt.model_config import resolve_model_options
+from nmt.rnn import build_rnn
+from nmt.transformer import build_transformer
 
 log = logging.getLogger(__name__)
 
-# name -> (config dataclass, presets, builder(config, src_vocab, trg_vocab, shared_vocab) -> (encoder, decoder))
-ARCHITECTURES = {
-    "rnn": (RnnConfig, RNN_PRESETS, build_rnn),
-    "convs2s": (ConvS2SConfig, CONVS2S_PRESETS, build_convs2s),
-    "transformer": (TransformerConfig, TRANSFORMER_PRESETS, build_transformer),
-}
+# name -> builder(config, src_vocab, trg_vocab, shared_vocab) -> (encoder, decoder); the config dataclasses
+# and presets are in nmt.model_config (without torch, for the workflow's parsing).
+ARCHITECTURES = {"rnn": build_rnn, "convs2s": build_convs2s, "transformer": build_transformer}
 
 
 def reorder_state(state: Any, index: torch.Tensor) -> Any:
@@ -102,19 +95,6 @@ class Seq2Seq(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
 
-def resolve_model_options(options: dict[str, Any], where: str) -> tuple[str, Any]:
-    """Turn ``{"arch": ..., "preset": ..., **overrides}`` into ``(arch, config dataclass)``."""
-    options = dict(options)
-    arch = options.pop("arch", None)
-    if arch not in ARCHITECTURES:
-        raise ConfigError(f"{where}.arch: {arch!r} is not one of {', '.join(map(repr, ARCHITECTURES))}")
-    config_cls, presets, _ = ARCHITECTURES[arch]
-    preset = options.pop("preset", None)
-    if preset is not None and preset not in presets:
-        raise ConfigError(f"{where}.preset: {preset!r} is not a {arch} preset ({', '.join(presets)})")
-    return arch, from_dict(config_cls, {**presets.get(preset, {}), **options}, where)
-
-
 def build_model(
     options: dict[str, Any], src_vocab: int, trg_vocab: int, shared_vocab: bool, where: str = "model"
 ) -> Seq2Seq:
@@ -127,7 +107,7 @@ def build_model(
     :param where: config path for error messages
     """
     arch, config = resolve_model_options(options, where)
-    encoder, decoder = ARCHITECTURES[arch][2](config, src_vocab, trg_vocab, shared_vocab)
+    encoder, decoder = ARCHITECTURES[arch](config, src_vocab, trg_vocab, shared_vocab)
     spec = {
         "arch": arch,
         "config": dataclasses.asdict(config),

@@ -14,8 +14,7 @@ Legend: B batch, S source length, T target length, E embedding size, H hidden si
 K encoder output size (2H or H), A attention size, L decoder layers, R output layer (readout) size, V vocabulary.
 """
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,91 +22,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.attention import BahdanauAttention, LuongAttention
 from nmt.data import PAD
-from nmt.errors import ConfigError
-
-
-@dataclass
-class RnnConfig:
-    """Sizes and variants of the recurrent model; the defaults are the ``small`` preset."""
-
-    cell: Literal["gru", "lstm"] = "gru"
-    emb_dim: int = 256
-    hidden_size: int = 256  # per direction, encoder and decoder
-    enc_layers: int = 1
-    dec_layers: int = 1
-    bidirectional: bool = True
-    bidir_combine: Literal["concat", "sum"] = "concat"  # of the forward and backward encoder states
-    dropout: float = 0.3  # on embeddings, encoder outputs, between stacked layers and on o_t
-    attention: Literal["additive", "dot", "general"] = "additive"
-    attention_dim: int = 256  # hidden size of additive attention (n' in Bahdanau, appendix A.2)
-    attention_query: Literal["previous", "current"] = "previous"  # s_{t-1} (Bahdanau) or s_t (Luong)
-    input_feeding: bool = False
-    # Decoder start s_0: zeros, or tanh(W x) of the encoder's final state or mean output.
-    init_state: Literal["zeros", "final", "mean"] = "final"
-    # o_t: [s_t; c_t] (linear); tanh(W [s_t; c_t]) (deep, Luong eq. 5); maxout of [s_t; c_t; E y_{t-1}] (maxout).
-    output_layer: Literal["linear", "deep", "maxout"] = "maxout"
-    output_dim: int = 256  # R of the deep and maxout output layers (l in Bahdanau, appendix A.2)
-    share_embeddings: bool = True  # one source/target embedding when the subword vocabulary is joint
-    tie_output: bool = False  # output projection = target embedding; needs R == emb_dim
-
-    @property
-    def enc_size(self) -> int:
-        """K, the size of one encoder output."""
-        return 2 * self.hidden_size if self.bidirectional and self.bidir_combine == "concat" else self.hidden_size
-
-    @property
-    def out_size(self) -> int:
-        """R, the size of o_t, the input of the output projection."""
-        return self.hidden_size + self.enc_size if self.output_layer == "linear" else self.output_dim
-
-    def check(self, where: str) -> None:
-        sizes = ("emb_dim", "hidden_size", "enc_layers", "dec_layers", "attention_dim", "output_dim")
-        for name in sizes:
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{where}.{name}: must be > 0, got {getattr(self, name)!r}")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
-        if self.attention == "dot" and self.enc_size != self.hidden_size:
-            raise ConfigError(
-                f"{where}.attention: 'dot' needs encoder outputs of hidden_size {self.hidden_size}, got {self.enc_size}"
-                " (use 'general', bidir_combine 'sum' or a uni-directional encoder)"
-            )
-        # We raise rather than add a projection: the papers never tie, and a silent extra layer would
-        # change the model behind the user's back.
-        if self.tie_output and self.out_size != self.emb_dim:
-            raise ConfigError(
-                f"{where}.tie_output: the output projection reads {self.out_size} features but emb_dim is"
-                f" {self.emb_dim} (set output_dim to emb_dim with a deep or maxout output_layer)"
-            )
-
-
-# Named layouts; "rnnsearch" is RNNsearch-50 (Bahdanau et al. 2015, appendix A.2), "luong" the global-attention
-# model of Luong et al. 2015 (section 4.1); "small"/"tiny" are our CPU sizes.
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {"emb_dim": 32, "hidden_size": 32, "attention_dim": 32, "output_dim": 32, "enc_layers": 1,
-             "dec_layers": 1, "dropout": 0.1},
-    "small": {"cell": "gru", "emb_dim": 256, "hidden_size": 256, "attention_dim": 256, "output_dim": 256,
-              "enc_layers": 1, "dec_layers": 1, "bidirectional": True, "attention": "additive",
-              "output_layer": "maxout", "dropout": 0.3},
-    # Bi-GRU of 1000 units, embeddings 620, alignment model n' = 1000, maxout output l = 500; s_0 is a tanh
-    # map of the backward encoder state at the first word (init "final"). The paper mentions no dropout.
-    "rnnsearch": {
-        "cell": "gru", "emb_dim": 620, "hidden_size": 1000, "enc_layers": 1, "dec_layers": 1,
-        "bidirectional": True, "bidir_combine": "concat", "attention": "additive", "attention_dim": 1000,
-        "attention_query": "previous", "input_feeding": False, "init_state": "final", "output_layer": "maxout",
-        "output_dim": 500, "dropout": 0.0, "share_embeddings": False, "tie_output": False,
-    },
-    # 4-layer LSTMs of 1000 cells, embeddings 1000, dropout 0.2, global "general" attention, input feeding,
-    # attentional vector tanh(W_c [c_t; h_t]) of 1000 units. The paper starts the decoder from the encoder's
-    # last state (Sutskever et al. 2014); init "final" learns a tanh map of it instead. The paper also
-    # reverses the source sentences, which this model does not.
-    "luong": {
-        "cell": "lstm", "emb_dim": 1000, "hidden_size": 1000, "enc_layers": 4, "dec_layers": 4,
-        "bidirectional": False, "attention": "general", "attention_query": "current", "input_feeding": True,
-        "init_state": "final", "output_layer": "deep", "output_dim": 1000, "dropout": 0.2,
-        "share_embeddings": False, "tie_output": False,
-    },
-}  # fmt: skip
+from nmt.model_config import RnnConfig
 
 
 def make_rnn(config: RnnConfig, input_size: int, layers: int, bidirectional: bool = False) -> nn.RNNBase:

@@ -4,57 +4,14 @@ Legend: B batch, S source length, T target length, D model size, V vocabulary.
 """
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch import nn
 
 from nmt.attention import MultiHeadAttention
 from nmt.data import PAD
-from nmt.errors import ConfigError
-
-
-@dataclass
-class TransformerConfig:
-    """Transformer sizes; ``share_embeddings`` needs a joint subword vocabulary."""
-
-    d_model: int = 256
-    n_heads: int = 4
-    ff_dim: int = 1024
-    enc_layers: int = 3
-    dec_layers: int = 3
-    dropout: float = 0.1
-    norm: Literal["pre", "post"] = "pre"
-    share_embeddings: bool = True
-    tie_output: bool = True
-    max_positions: int = 1024
-
-    def check(self, where: str) -> None:
-        for name in ("d_model", "n_heads", "ff_dim", "enc_layers", "dec_layers", "max_positions"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{where}.{name}: must be > 0, got {getattr(self, name)}")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
-        if self.d_model % self.n_heads:
-            raise ConfigError(f"{where}.n_heads: d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
-        if self.d_model % 2:
-            raise ConfigError(f"{where}.d_model: must be even (sine and cosine positions), got {self.d_model}")
-
-
-# Named layouts; "base" and "big" are table 3 of the paper, "small"/"tiny" are our CPU sizes.
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {"d_model": 64, "n_heads": 2, "ff_dim": 128, "enc_layers": 1, "dec_layers": 1},
-    "small": {"d_model": 256, "n_heads": 4, "ff_dim": 1024, "enc_layers": 3, "dec_layers": 3},
-    "base": {
-        "d_model": 512, "n_heads": 8, "ff_dim": 2048, "enc_layers": 6, "dec_layers": 6,
-        "dropout": 0.1, "norm": "post",
-    },
-    "big": {
-        "d_model": 1024, "n_heads": 16, "ff_dim": 4096, "enc_layers": 6, "dec_layers": 6,
-        "dropout": 0.3, "norm": "post",
-    },
-}  # fmt: skip
+from nmt.model_config import TransformerConfig
 
 
 def sinusoid_table(length: int, d_model: int) -> torch.Tensor:

@@ -1,5 +1,6 @@
 """Shared fixtures: a synthetic toy translation task, its subword model, tiny configs, the shared mirror."""
 
+import os
 import random
 from pathlib import Path
 
@@ -7,12 +8,15 @@ import pytest
 import torch
 
 from nmt.config import SubwordConfig, TrainConfig
+from nmt.download import MIRROR_ENV
 from nmt.model import build_model
 from nmt.subword import train_subword
 from nmt.training import train
 
 REPO = Path(__file__).resolve().parents[1]
-MIRROR = REPO.parent / "shared" / "data" / "mirror"
+# The mirror of the public corpora (`make mirror` builds one): $NMT_MIRROR, else ../shared/data/mirror. Taken out
+# of the environment, so that nmt.download does not use it where a test wants the network (a loopback server).
+MIRROR = Path(os.environ.pop(MIRROR_ENV, "") or REPO.parent / "shared" / "data" / "mirror").resolve()
 ARCHS = ["rnn", "transformer", "convs2s"]
 
 # The toy "language pair": every source word has one target word, and the order is kept, so a tiny

@@ -7,14 +7,13 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line
+from conftest import MIRROR, assert_one_line
 
 from nmt.cleaning import FILTERS, clean_corpus, clean_monolingual, open_text, prepare_eval_set
 from nmt.config import CleanConfig
 from nmt.errors import DataError
 from nmt.filters import Normalizer
 
-MIRROR = Path(__file__).parents[2] / "shared/data/mirror"
 MULTI30K = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 needs_mirror = pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30k not found in the mirror at {MIRROR}")
 

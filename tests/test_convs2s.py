@@ -7,10 +7,12 @@ import torch
 from conftest import stepwise_logits, tiny_model
 from torch.nn.utils import parametrize
 
-from nmt.convs2s import PRESETS, ConvS2SConfig, per_layer
+from nmt.convs2s import per_layer
 from nmt.data import BOS, EOS, PAD
 from nmt.errors import ConfigError
 from nmt.model import build_model, model_from_spec, reorder_state
+from nmt.model_config import CONVS2S_PRESETS as PRESETS
+from nmt.model_config import ConvS2SConfig
 
 V = 40
 

@@ -12,12 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from conftest import MIRROR
 
 from nmt.download import download, mirror_path, part_path
 from nmt.errors import DownloadError
 
-MIRROR = Path(__file__).parents[2] / "shared/data/mirror"
-needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"shared data mirror not found at {MIRROR}")
+needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"data mirror not found at {MIRROR}")
 MULTI30K = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 TEST_DE_SHA256 = "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8"
 BODY = b"".join(b"line %d of a corpus served over loopback\n" % i for i in range(2000))

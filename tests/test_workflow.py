@@ -100,6 +100,37 @@ def test_config_errors_name_the_key(tmp_path, override, message):
     assert line.startswith("config error: ") and message in line, out.stderr
 
 
+@pytest.mark.parametrize(
+    "override, train_jobs",
+    [
+        # 3 models and 2 back-translation variants of the Transformer, per seed
+        ("seeds=[1, 2, 3]", 5 * 3),
+        ("training={max_steps: 100}", 5 * 2),
+        ("models={t: {arch: transformer, preset: tiny, d_model: 32}}", 6 * 2),
+    ],
+)
+def test_nested_config_overrides(tmp_path, override, train_jobs):
+    # Snakemake reads nested --config values as strings ('seeds=[1, 2]' gives ['1', '2']).
+    (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
+    out = snakemake("-n", "--config", override, workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("rule train_model:") == train_jobs
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("training={max_steps: 0}", "key 'training.max_steps': 0 is less than the minimum of 1"),  # an int, not '0'
+        ("seeds=[1, 2", "key 'seeds': --config value '[1, 2' is not YAML"),
+    ],
+)
+def test_nested_config_override_errors(tmp_path, override, message):
+    (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
+    out = snakemake("-n", "--config", override, workdir=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1].startswith(f"config error: {message}"), out.stderr
+
+
 @needs_mirror
 def test_missing_mirror_file_is_one_clear_line(tmp_path):
     config = yaml.safe_load((TINY / "config.yaml").read_text())

@@ -7,7 +7,7 @@ import sys
 import jsonschema
 import yaml
 from jsonschema.exceptions import best_match
-from snakemake.utils import validate
+from snakemake.utils import update_config, validate
 
 from nmt.atomic import remove_stale_temp_files
 from nmt.download import MIRROR_ENV
@@ -22,7 +22,27 @@ from nmt.config import (
     from_dict,
 )
 from nmt.errors import ConfigError
-from nmt.model import resolve_model_options
+from nmt.model_config import resolve_model_options
+
+
+def read_overrides(value, schema, key):
+    """``--config`` values as the config file would give them: Snakemake reads nested values with YAML's
+    BaseLoader, as strings ('seeds=[1, 2]' gives ['1', '2']), so read each string with yaml.safe_load,
+    except where the schema wants a string. Exit with one line on a value that is not YAML."""
+    if isinstance(value, dict):
+        extra = schema.get("additionalProperties")
+        extra = extra if isinstance(extra, dict) else {}
+        props = schema.get("properties", {})
+        return {k: read_overrides(v, props.get(k, extra), f"{key}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [read_overrides(v, schema.get("items", {}), f"{key}.{i}") for i, v in enumerate(value)]
+    types = schema.get("type", [])
+    if not isinstance(value, str) or "string" in types or all(isinstance(v, str) for v in schema.get("enum", [0])):
+        return value
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as e:
+        sys.exit(f"config error: key '{key}': --config value {value!r} is not YAML ({getattr(e, 'problem', e)})")
 
 
 def check_config(config, schema_path):
@@ -32,6 +52,8 @@ def check_config(config, schema_path):
     """
     with open(schema_path) as f:
         schema = yaml.safe_load(f)
+    for key, value in workflow.config_settings.config.items():
+        update_config(config, {key: read_overrides(value, schema["properties"].get(key, {}), key)})
     error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is not None:
         key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
