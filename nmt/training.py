@@ -24,7 +24,7 @@ from nmt.errors import DataError, TrainingError
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.model import Seq2Seq, build_model
 from nmt.subword import load_subword
-from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, translate_lines
+from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, grad_scaler, translate_lines
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +175,7 @@ def _train(
         fused=True,  # one kernel for all parameters; the per-tensor loop was a tenth of a CPU step
     )
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
+    scaler = grad_scaler(device, config.bf16)  # float16 on GPUs without bfloat16
     progress = {
         "step": 0,
         "epoch": 1,
@@ -280,15 +281,17 @@ def _train(
                         with autocast(device, config.bf16):
                             logits = trained(batch.src, batch.trg_in)
                         loss, _ = criterion(logits, batch.trg_out)
-                        (loss * weight).backward()
+                        scaler.scale(loss * weight).backward()
                     if weight:
                         loss_sum += float(loss.detach())
+                scaler.unscale_(optimizer)  # clipping and the update see the true gradients
                 if config.clip_norm > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
                 lr = lr_at_step(progress["step"] + 1, config.lr, config.warmup_steps)
                 for group_ in optimizer.param_groups:
                     group_["lr"] = lr
-                optimizer.step()
+                scaler.step(optimizer)  # optimizer.step(), skipped when float16 gradients overflowed
+                scaler.update()
                 progress["step"] += 1
                 progress["batch"] += config.accum_steps
                 progress["tokens"] += n_tokens
