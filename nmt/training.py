@@ -33,7 +33,7 @@ from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.metrics import get_metric, score_metric
 from nmt.model import Seq2Seq, build_model
 from nmt.subword import load_subword
-from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, translate_lines
+from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, grad_scaler, translate_lines
 
 log = logging.getLogger(__name__)
 
@@ -259,6 +259,7 @@ def _train(
         torch.manual_seed(config.seed + world.rank)
     optimizer = make_optimizer(model, config)
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
+    scaler = grad_scaler(device, config.bf16)  # float16 on GPUs without bfloat16
     progress = {
         "step": 0,
         "epoch": 1,
@@ -375,15 +376,17 @@ def _train(
                         with autocast(device, config.bf16):
                             logits = trained(batch.src, batch.trg_in)
                         loss, _ = criterion(logits, batch.trg_out)
-                        (loss * weight).backward()
+                        scaler.scale(loss * weight).backward()
                     if weight:
                         loss_sum += float(loss.detach())
+                scaler.unscale_(optimizer)  # clipping and the update see the true gradients
                 if config.clip_norm > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
                 lr = get_lr(progress["step"] + 1, config, progress["lr_scale"])
                 for group_ in optimizer.param_groups:
                     group_["lr"] = lr
-                optimizer.step()
+                scaler.step(optimizer)  # optimizer.step(), skipped when float16 gradients overflowed
+                scaler.update()
                 progress["step"] += 1
                 progress["batch"] += config.accum_steps
                 progress["tokens"] += n_tokens

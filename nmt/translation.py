@@ -37,10 +37,31 @@ def get_device(name: str = "auto") -> torch.device:
     return torch.device(name)
 
 
+def autocast_dtype(device_type: str, bf16: str, bf16_supported: bool) -> torch.dtype | None:
+    """The reduced precision of autocast, None for float32.
+
+    ``auto``: bfloat16 on CUDA GPUs that have it (Ampere and later), float16 on older ones (training then
+    scales the loss, see :func:`grad_scaler`), float32 on CPU; ``on``: bfloat16 anywhere; ``off``: float32.
+    """
+    if bf16 == "off" or (bf16 == "auto" and device_type != "cuda"):
+        return None
+    return torch.bfloat16 if bf16 == "on" or bf16_supported else torch.float16
+
+
+def mixed_precision(device: torch.device, bf16: str = "auto") -> torch.dtype | None:
+    """:func:`autocast_dtype` of this device."""
+    return autocast_dtype(device.type, bf16, device.type == "cuda" and torch.cuda.is_bf16_supported())
+
+
 def autocast(device: torch.device, bf16: str = "auto"):
-    """bf16 autocast context: on by default on CUDA, opt-in on CPU (``bf16: on``)."""
-    enabled = bf16 == "on" or (bf16 == "auto" and device.type == "cuda")
-    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=enabled)
+    """Autocast context of :func:`mixed_precision` (disabled for float32)."""
+    dtype = mixed_precision(device, bf16)
+    return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+
+
+def grad_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradScaler:
+    """Loss scaling for float16 training (its gradients underflow without); a pass-through otherwise."""
+    return torch.amp.GradScaler("cuda", enabled=mixed_precision(device, bf16) == torch.float16)
 
 
 def load_model(
