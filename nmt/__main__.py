@@ -14,7 +14,7 @@ from nmt.entry import entry_point
 
 def translate(args: argparse.Namespace) -> None:
     from nmt.ensemble import load_ensemble
-    from nmt.translation import get_device, translate_lines
+    from nmt.translation import get_device, normalize_input, translate_lines
 
     config = from_dict(
         DecodeConfig,
@@ -31,6 +31,7 @@ def translate(args: argparse.Namespace) -> None:
     device = get_device(args.device)
     model, src_sp, trg_sp = load_ensemble(args.model, device)
     lines = [line.rstrip("\n") for line in sys.stdin]
+    lines = normalize_input(args.model[0], lines)  # as cleaning normalized the training sources
     for hyp in translate_lines(model, src_sp, trg_sp, lines, config, device):
         sys.stdout.write(hyp + "\n")
 
@@ -51,11 +52,18 @@ TRAIN_FILES = ("train_src", "train_trg", "dev_src", "dev_ref", "src_spm", "trg_s
 
 
 def train(args: argparse.Namespace) -> None:
-    from nmt.config import TrainConfig
+    from nmt.config import ModelMeta, TrainConfig
     from nmt.training import train as train_model
 
     config = from_dict(TrainConfig, args.training, "--training")
-    train_model(args.model_options, config, **{name: getattr(args, name) for name in TRAIN_FILES})
+    meta = from_dict(ModelMeta, args.meta, "--meta") if args.meta else None
+    train_model(args.model_options, config, **{name: getattr(args, name) for name in TRAIN_FILES}, meta=meta)
+
+
+def export(args: argparse.Namespace) -> None:
+    from nmt.export import export_model
+
+    print(export_model(args.model_dir, args.out, args.format, args.quantization, args.force))
 
 
 def json_mapping(text: str) -> dict:
@@ -97,8 +105,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--training", default={}, type=json_mapping, help="training keys as JSON (config.yaml's training)")
     for name in TRAIN_FILES:
         p.add_argument(f"--{name.replace('_', '-')}", required=True)
+    p.add_argument("--meta", type=json_mapping, help="languages and normalization for meta.json (nmt.config.ModelMeta)")
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=train)
+    p = commands.add_parser("export", help="convert a Transformer model directory for CTranslate2")
+    p.add_argument("--format", required=True, choices=["ctranslate2"])
+    p.add_argument("--quantization", help="CTranslate2 weight type, e.g. int8 or float16 (default: float32)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("model_dir", help="model directory (model.pt, src.model, trg.model)")
+    p.add_argument("out", help="output directory of the CTranslate2 model")
+    p.set_defaults(run=export)
     args = parser.parse_args(argv)
     with entry_point(getattr(args, "log_file", None)):
         args.run(args)

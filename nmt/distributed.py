@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from nmt.config import TrainConfig
+from nmt.config import ModelMeta, TrainConfig
 from nmt.errors import TrainingError
 
 log = logging.getLogger(__name__)
@@ -135,6 +135,7 @@ def launch_training(
     config: TrainConfig,
     files: dict[str, str | Path],
     log_path: str | Path,
+    meta: ModelMeta | None = None,
 ) -> None:
     """Train with ``processes`` data-parallel processes on this node (``python -m nmt train`` under torchrun).
 
@@ -143,6 +144,7 @@ def launch_training(
 
     :param files: the path arguments of :func:`nmt.training.train` (``train_src`` ... ``model_dir``)
     :param log_path: the log file all processes append to (rank 0 logs progress, the others warnings)
+    :param meta: what :func:`nmt.training.train` records in ``meta.json``
     :raises TrainingError: when a process fails, with its one-line error
     """
     training = dataclasses.asdict(config)
@@ -150,6 +152,8 @@ def launch_training(
         training["threads"] = max(1, config.threads // processes)
     args = ["train", "--model-options", json.dumps(model_options), "--training", json.dumps(training)]
     args += [f"--{name.replace('_', '-')}={path}" for name, path in files.items()]
+    if meta is not None:
+        args += ["--meta", json.dumps(dataclasses.asdict(meta))]
     args += [f"--log-file={log_path}"]  # not --log: torchrun would take it for its --log-dir
     command = torchrun_command(processes, args)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -17,14 +17,14 @@ import torch
 
 from nmt.atomic import write_text
 from nmt.checkpoint import load_checkpoint, save_checkpoint
-from nmt.config import DecodeConfig, TrainConfig
+from nmt.config import DecodeConfig, ModelMeta, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.distributed import close_world, init_world, shard
-from nmt.errors import DataError, TrainingError
+from nmt.errors import ConfigError, DataError, TrainingError
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.model import Seq2Seq, build_model
 from nmt.subword import load_subword
-from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, translate_lines
+from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, translate_lines, write_meta
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,9 @@ def train(
     src_spm: str | Path,
     trg_spm: str | Path,
     model_dir: str | Path,
+    meta: ModelMeta | None = None,
 ) -> dict[str, Any]:
-    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,summary.json,valid.tsv}``.
+    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,meta.json,summary.json,valid.tsv}``.
 
     Interrupted runs resume from ``model_dir/checkpoints/last.pt`` with the same optimizer,
     schedule, random state and position in the epoch, so they end where an uninterrupted run
@@ -122,7 +123,9 @@ def train(
     batch with DistributedDataParallel; rank 0 validates, logs and writes the files.
 
     :param model_options: ``arch``, ``preset`` and architecture keys (see :func:`nmt.model.build_model`)
-    :param config: training settings
+    :param config: training settings; ``init_from`` starts from another model directory's weights
+    :param meta: languages and normalization of the training data, for ``meta.json`` (see
+        :func:`nmt.translation.write_meta`)
     :return: the summary written to ``summary.json``
     """
     model_dir = Path(model_dir)
@@ -139,6 +142,8 @@ def train(
             ckpt_dir.mkdir(parents=True, exist_ok=True)
         summary = _train(model_options, config, train_src, train_trg, dev_src, dev_ref, src_spm, trg_spm, model_dir,
                          device, world)  # fmt: skip
+        if world.is_main:
+            write_meta(model_dir, meta)
         world.barrier()  # gloo aborts a process whose peer tears the group down first
         return summary
     finally:
@@ -164,6 +169,8 @@ def _train(
         log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
 
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
+    if config.init_from is not None and not (ckpt_dir / "last.pt").exists():  # a resumed run has its own weights
+        init_weights(model, config.init_from, src_spm, trg_spm, device)
     if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
         torch.manual_seed(config.seed + world.rank)
     optimizer = torch.optim.Adam(
@@ -333,6 +340,39 @@ def _train(
     if world.is_main:
         summary = _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world)
     return world.broadcast(summary)
+
+
+def init_weights(
+    model: Seq2Seq, init_from: str | Path, src_spm: str | Path, trg_spm: str | Path, device: torch.device
+) -> None:
+    """Load the weights of the model directory ``init_from`` into ``model``, for fine-tuning.
+
+    Only the weights: the optimizer and the learning-rate schedule start anew.
+
+    :raises ConfigError: if the subword models (compared by sha256) or the architecture differ
+    """
+    from nmt.download import hash_file
+
+    init_from = Path(init_from)
+    ckpt = load_checkpoint(init_from / MODEL_FILE, map_location=device)
+    for side, ours, theirs in (("source", src_spm, init_from / SRC_SPM), ("target", trg_spm, init_from / TRG_SPM)):
+        if not theirs.is_file() or hash_file(ours) != hash_file(theirs):
+            raise ConfigError(
+                f"training.init_from: {theirs} is not the {side} subword model {ours} of this run "
+                "(fine-tuning needs the same vocabularies)"
+            )
+    spec = ckpt["spec"]
+    if spec["arch"] != model.spec["arch"]:
+        raise ConfigError(f"training.init_from: {init_from} holds a {spec['arch']}, not a {model.spec['arch']}")
+    differ = [
+        f"{key} {spec['config'].get(key)!r} != {value!r}"
+        for key, value in model.spec["config"].items()
+        if key != "dropout" and spec["config"].get(key) != value
+    ]
+    if differ:
+        raise ConfigError(f"training.init_from: {init_from} has another architecture ({', '.join(differ)})")
+    model.load_state_dict(ckpt["model"])
+    log.info("initialized the weights from %s (fine-tuning; new optimizer and schedule)", init_from)
 
 
 def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world) -> dict[str, Any]:

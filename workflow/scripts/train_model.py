@@ -22,6 +22,8 @@ files = {
 processes = max(int(snakemake.resources.get("gpu", 0)), int(snakemake.resources.get("processes", 1)))
 with entry_point(snakemake.log[0]):
     if processes > 1:
-        launch_training(processes, snakemake.params.model, snakemake.params.training, files, snakemake.log[0])
+        launch_training(
+            processes, snakemake.params.model, snakemake.params.training, files, snakemake.log[0], snakemake.params.meta
+        )
     else:
-        train(snakemake.params.model, snakemake.params.training, **files)
+        train(snakemake.params.model, snakemake.params.training, **files, meta=snakemake.params.meta)
