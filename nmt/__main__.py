@@ -16,7 +16,7 @@ from nmt.errors import DataError
 
 def translate(args: argparse.Namespace) -> None:
     from nmt.ensemble import load_ensemble
-    from nmt.translation import get_device, read_source, translate_stream
+    from nmt.translation import get_device, normalize_input, read_source, translate_stream
 
     config = from_dict(
         DecodeConfig,
@@ -35,6 +35,7 @@ def translate(args: argparse.Namespace) -> None:
     device = get_device(args.device)
     model, src_sp, trg_sp = load_ensemble(args.model, device)
     lines = read_source(sys.stdin.buffer, "stdin")
+    lines = normalize_input(args.model[0], lines)  # as cleaning normalized the training sources
     for hyp in translate_stream(model, src_sp, trg_sp, lines, config, device, "stdin"):
         sys.stdout.write(hyp + "\n")
     sys.stdout.flush()  # a closed pipe shows here, inside main(), not at interpreter exit
@@ -56,21 +57,28 @@ TRAIN_FILES = ("dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
 
 
 def train(args: argparse.Namespace) -> None:
-    from nmt.config import TrainConfig
+    from nmt.config import ModelMeta, TrainConfig
     from nmt.errors import ConfigError
     from nmt.training import train as train_model
 
     config = from_dict(TrainConfig, args.training, "--training")
+    meta = from_dict(ModelMeta, args.meta, "--meta") if args.meta else None
     if (args.train_data is None) == (args.train_src is None or args.train_trg is None):
         raise ConfigError("train: give either --train-data PREFIX or both --train-src FILE... and --train-trg FILE...")
     data = args.train_data or (args.train_src, args.train_trg)
-    train_model(args.model_options, config, data, **{name: getattr(args, name) for name in TRAIN_FILES})
+    train_model(args.model_options, config, data, **{name: getattr(args, name) for name in TRAIN_FILES}, meta=meta)
 
 
 def binarize(args: argparse.Namespace) -> None:
     from nmt.binarize import binarize as binarize_files
 
     binarize_files(args.src, args.trg, args.src_spm, args.trg_spm, args.out, args.max_length, args.threads)
+
+
+def export(args: argparse.Namespace) -> None:
+    from nmt.export import export_model
+
+    print(export_model(args.model_dir, args.out, args.format, args.quantization, args.force))
 
 
 def json_mapping(text: str) -> dict:
@@ -144,6 +152,7 @@ def run(argv: list[str] | None = None) -> None:
     p.add_argument("--train-trg", nargs="+", help="and the target text files aligned with them")
     for name in TRAIN_FILES:
         p.add_argument(f"--{name.replace('_', '-')}", required=True)
+    p.add_argument("--meta", type=json_mapping, help="languages and normalization for meta.json (nmt.config.ModelMeta)")
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=train)
     p = commands.add_parser("binarize", help="encode aligned text files once into memory-mapped training data")
@@ -156,6 +165,13 @@ def run(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="sentencepiece encoding threads")
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=binarize)
+    p = commands.add_parser("export", help="convert a Transformer model directory for CTranslate2")
+    p.add_argument("--format", required=True, choices=["ctranslate2"])
+    p.add_argument("--quantization", help="CTranslate2 weight type, e.g. int8 or float16 (default: float32)")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("model_dir", help="model directory (model.pt, src.model, trg.model)")
+    p.add_argument("out", help="output directory of the CTranslate2 model")
+    p.set_defaults(run=export)
     args = parser.parse_args(argv)
     with entry_point(getattr(args, "log_file", None)):
         args.run(args)

@@ -231,6 +231,7 @@ class TrainConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16: Literal["auto", "on", "off"] = "auto"
     threads: int = 0
+    init_from: str | None = None
 
     def check(self, where: str) -> None:
         _positive(
@@ -261,6 +262,21 @@ class TrainConfig:
             raise ConfigError(f"{where}.warmup_steps: must be >= 0, got {self.warmup_steps}")
         if not re.fullmatch(r"([a-z]{2,3})?", self.trg_lang):
             raise ConfigError(f"{where}.trg_lang: {self.trg_lang!r} is not a language code such as 'de' or 'zh'")
+
+
+@dataclass
+class ModelMeta:
+    """What translating with a model needs to know of its training data, recorded in the model directory.
+
+    ``src_lang`` and ``normalize_punctuation`` rebuild the normalizer that cleaning applied to the
+    sources (:class:`nmt.filters.Normalizer`); ``tagged_bt`` says whether synthetic training sources
+    started with the back-translation tag (real inputs never do).
+    """
+
+    src_lang: str
+    trg_lang: str
+    normalize_punctuation: bool = True
+    tagged_bt: bool = False
 
 
 @dataclass

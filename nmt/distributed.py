@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from nmt.config import TrainConfig
+from nmt.config import ModelMeta, TrainConfig
 from nmt.errors import TrainingError
 
 log = logging.getLogger(__name__)
@@ -211,6 +211,7 @@ def launch_training(
     log_path: str | Path,
     nodes: int = 1,
     rendezvous: Rendezvous | None = None,
+    meta: ModelMeta | None = None,
 ) -> None:
     """Train with ``processes`` data-parallel processes per node (``python -m nmt train`` under torchrun).
 
@@ -224,6 +225,7 @@ def launch_training(
     :param files: the path arguments of :func:`nmt.training.train` as ``python -m nmt train`` options
         (``train_data`` or the lists ``train_src`` and ``train_trg``, ``dev_src`` ... ``model_dir``)
     :param log_path: the log file all processes append to (rank 0 logs progress, the others warnings)
+    :param meta: what :func:`nmt.training.train` records in ``meta.json``
     :raises TrainingError: when a process fails, with its one-line error
     """
     training = dataclasses.asdict(config)
@@ -234,6 +236,8 @@ def launch_training(
         option = f"--{name.replace('_', '-')}"
         # Several files (training corpora) follow one option: f"{option}={value}" would make a list one string.
         args += [option, *map(str, value)] if isinstance(value, (list, tuple)) else [f"{option}={value}"]
+    if meta is not None:
+        args += ["--meta", json.dumps(dataclasses.asdict(meta))]
     args += [f"--log-file={log_path}"]  # not --log: torchrun would take it for its --log-dir
     if nodes > 1 and rendezvous is None:
         command = srun_command(nodes, torchrun_command(processes, args, slurm_rendezvous(nodes)))

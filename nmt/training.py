@@ -25,15 +25,15 @@ from nmt.checkpoint import (
     save_checkpoint,
     save_snapshot,
 )
-from nmt.config import DecodeConfig, TrainConfig
+from nmt.config import DecodeConfig, ModelMeta, TrainConfig
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.distributed import close_world, init_world, shard
-from nmt.errors import DataError, TrainingError
+from nmt.errors import ConfigError, DataError, TrainingError
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.metrics import get_metric, score_metric
 from nmt.model import Seq2Seq, build_model
 from nmt.subword import load_subword
-from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, grad_scaler, translate_lines
+from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, grad_scaler, translate_lines, write_meta
 
 log = logging.getLogger(__name__)
 
@@ -194,8 +194,9 @@ def train(
     src_spm: str | Path,
     trg_spm: str | Path,
     model_dir: str | Path,
+    meta: ModelMeta | None = None,
 ) -> dict[str, Any]:
-    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,summary.json,valid.tsv}``.
+    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,meta.json,summary.json,valid.tsv}``.
 
     Interrupted runs resume from ``model_dir/checkpoints/last.pt`` with the same optimizer,
     schedule, random state and position in the epoch, so they end where an uninterrupted run
@@ -208,6 +209,8 @@ def train(
     :param config: training settings
     :param train_data: the prefix of a binarized training set (:func:`nmt.binarize.binarize`), or
         (source files, target files) of aligned text, which rank 0 binarizes into ``model_dir/train`` first
+    :param meta: languages and normalization of the training data, for ``meta.json`` (see
+        :func:`nmt.translation.write_meta`)
     :return: the summary written to ``summary.json``
     """
     model_dir = Path(model_dir)
@@ -224,6 +227,8 @@ def train(
             ckpt_dir.mkdir(parents=True, exist_ok=True)
         summary = _train(model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir,
                          device, world)  # fmt: skip
+        if world.is_main:
+            write_meta(model_dir, meta)
         world.barrier()  # gloo aborts a process whose peer tears the group down first
         return summary
     finally:
@@ -255,6 +260,8 @@ def _train(
         log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
 
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
+    if config.init_from is not None and not (ckpt_dir / "last.pt").exists():  # a resumed run has its own weights
+        init_weights(model, config.init_from, src_spm, trg_spm, device)
     if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
         torch.manual_seed(config.seed + world.rank)
     optimizer = make_optimizer(model, config)
@@ -462,6 +469,39 @@ def average_snapshots(model: Seq2Seq, ckpt_dir: Path, step: int, n: int) -> dict
     state = average_state_dicts([snapshots[s] for s in steps])
     model.load_state_dict(state)
     return {"steps": steps, "checkpoint": {"spec": model.spec, "model": state}}
+
+
+def init_weights(
+    model: Seq2Seq, init_from: str | Path, src_spm: str | Path, trg_spm: str | Path, device: torch.device
+) -> None:
+    """Load the weights of the model directory ``init_from`` into ``model``, for fine-tuning.
+
+    Only the weights: the optimizer and the learning-rate schedule start anew.
+
+    :raises ConfigError: if the subword models (compared by sha256) or the architecture differ
+    """
+    from nmt.download import hash_file
+
+    init_from = Path(init_from)
+    ckpt = load_checkpoint(init_from / MODEL_FILE, map_location=device)
+    for side, ours, theirs in (("source", src_spm, init_from / SRC_SPM), ("target", trg_spm, init_from / TRG_SPM)):
+        if not theirs.is_file() or hash_file(ours) != hash_file(theirs):
+            raise ConfigError(
+                f"training.init_from: {theirs} is not the {side} subword model {ours} of this run "
+                "(fine-tuning needs the same vocabularies)"
+            )
+    spec = ckpt["spec"]
+    if spec["arch"] != model.spec["arch"]:
+        raise ConfigError(f"training.init_from: {init_from} holds a {spec['arch']}, not a {model.spec['arch']}")
+    differ = [
+        f"{key} {spec['config'].get(key)!r} != {value!r}"
+        for key, value in model.spec["config"].items()
+        if key != "dropout" and spec["config"].get(key) != value
+    ]
+    if differ:
+        raise ConfigError(f"training.init_from: {init_from} has another architecture ({', '.join(differ)})")
+    model.load_state_dict(ckpt["model"])
+    log.info("initialized the weights from %s (fine-tuning; new optimizer and schedule)", init_from)
 
 
 def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world,

@@ -1,6 +1,7 @@
 """Translate sentences or files with a trained model directory (test sets and back-translation alike)."""
 
 import itertools
+import json
 import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -9,9 +10,9 @@ from typing import IO
 import sentencepiece as spm
 import torch
 
-from nmt.atomic import atomic_text
+from nmt.atomic import atomic_text, write_text
 from nmt.checkpoint import load_checkpoint
-from nmt.config import DecodeConfig
+from nmt.config import DecodeConfig, ModelMeta
 from nmt.data import EOS, pad
 from nmt.errors import DataError, NmtError
 from nmt.model import DecodingModel, Seq2Seq, model_from_spec
@@ -21,7 +22,7 @@ from nmt.subword import load_subword
 log = logging.getLogger(__name__)
 
 # Files of a model directory written by nmt.training.train and read here.
-MODEL_FILE, SRC_SPM, TRG_SPM = "model.pt", "src.model", "trg.model"
+MODEL_FILE, SRC_SPM, TRG_SPM, META_FILE = "model.pt", "src.model", "trg.model", "meta.json"
 # Lines sorted by length and translated together: memory stays bounded on inputs of any size.
 CHUNK_LINES = 10_000
 # Bad lines named one by one in warnings; the rest are counted.
@@ -264,3 +265,56 @@ def translate_file(
     if n == 0:
         log.warning("%s: empty, nothing to translate", src_path)
     return n
+
+
+def write_meta(model_dir: str | Path, meta: ModelMeta | None) -> dict:
+    """Write ``model_dir/meta.json``: what translation must repeat of the data preparation.
+
+    ``source_normalization`` is what cleaning applied to the training sources (None when the model
+    was trained outside the workflow, without ``meta``); ``bt_tag`` the back-translation tag
+    convention; ``subword`` the sha256 of both subword models, which fine-tuning checks.
+
+    :return: the written dict
+    """
+    from nmt.download import hash_file
+    from nmt.subword import BT_TAG
+
+    model_dir = Path(model_dir)
+    record = {
+        "src_lang": meta.src_lang if meta else None,
+        "trg_lang": meta.trg_lang if meta else None,
+        "source_normalization": None,
+        "bt_tag": {"tag": BT_TAG, "tagged_training_sources": bool(meta and meta.tagged_bt), "tag_inputs": False},
+        "subword": {name: {"sha256": hash_file(model_dir / name)} for name in (SRC_SPM, TRG_SPM)},
+    }
+    if meta is not None:
+        record["source_normalization"] = {
+            "lang": meta.src_lang,
+            "unicode": "NFC",
+            "moses_punctuation": meta.normalize_punctuation,
+            "control_characters": "removed",
+            "whitespace": "collapsed",
+        }
+    write_text(model_dir / META_FILE, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str]:
+    """Normalize source ``lines`` as cleaning normalized the training sources of ``model_dir`` (its meta.json).
+
+    Lines stay as they are for a model directory without a recorded normalization.
+    """
+    from nmt.filters import Normalizer
+
+    path = Path(model_dir) / META_FILE
+    if not path.is_file():
+        log.warning("%s: not found, so the input is not normalized like the training data", path)
+        return lines
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))["source_normalization"]
+        if settings is None:
+            return lines
+        normalizer = Normalizer(settings["lang"], settings["moses_punctuation"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise DataError(f"{path}: not a model meta file ({type(e).__name__}: {e})") from None
+    return map(normalizer, lines)  # lazily: the input may be a stream

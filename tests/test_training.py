@@ -10,14 +10,16 @@ import threading
 
 import pytest
 import torch
-from conftest import REPO, TOY_MODEL, run_training
+from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config
 
 from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
-from nmt.config import DecodeConfig, TrainConfig
+from nmt.config import DecodeConfig, ModelMeta, SubwordConfig, TrainConfig
 from nmt.data import read_lines
-from nmt.errors import DataError
+from nmt.download import hash_file
+from nmt.errors import ConfigError, DataError
 from nmt.metrics import score_corpus
-from nmt.training import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step
+from nmt.subword import train_subword
+from nmt.training import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step, train
 from nmt.translation import get_device, load_model, translate_lines
 
 
@@ -263,3 +265,51 @@ def test_resume_refuses_a_checkpoint_of_another_model(toy_corpus, toy_spm, tmp_p
     run_training(toy_corpus, toy_spm, tmp_path, max_steps=2, valid_every=1000)
     with pytest.raises(DataError, match=r"last.pt: checkpoint of a different model .* delete the model directory"):
         run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=4)
+
+
+def train_with_meta(toy_corpus, toy_spm, model_dir, spm=None, model=TOY_MODEL, **overrides):
+    """:func:`run_training` with the languages and normalization recorded, as the workflow trains."""
+    spm = spm or toy_spm
+    return train(
+        model, tiny_train_config(**overrides), toy_corpus["train.en"], toy_corpus["train.de"], toy_corpus["dev.en"],
+        toy_corpus["dev.de"], spm["en"], spm["de"], model_dir, meta=ModelMeta("en", "de", normalize_punctuation=True),
+    )  # fmt: skip
+
+
+def test_fine_tuning_starts_from_the_trained_model(trained_model, toy_corpus, toy_spm, tmp_path):
+    model_dir, summary = trained_model
+    # Warmup over 1000 steps keeps the first update tiny, so its dev loss is the starting point's.
+    first_step = {"max_steps": 1, "valid_every": 1, "warmup_steps": 1000}
+    tuned = train_with_meta(toy_corpus, toy_spm, tmp_path / "tuned", init_from=str(model_dir), **first_step)
+    scratch = train_with_meta(toy_corpus, toy_spm, tmp_path / "scratch", **first_step)
+    assert tuned["valid"]["loss"] == pytest.approx(summary["valid"]["loss"], abs=0.05)
+    assert scratch["valid"]["loss"] > 3 > 10 * tuned["valid"]["loss"]
+    # Weights only: a new optimizer (one Adam step taken) and the schedule from its start.
+    last = load_checkpoint(tmp_path / "tuned" / "checkpoints" / "last.pt")
+    assert last["progress"]["step"] == 1
+    assert all(int(state["step"]) == 1 for state in last["optimizer"]["state"].values())
+    # The model directory records what translation needs.
+    meta = json.loads((tmp_path / "tuned" / "meta.json").read_text())
+    assert meta["src_lang"] == "en" and meta["trg_lang"] == "de"
+    assert meta["source_normalization"] == {
+        "lang": "en", "unicode": "NFC", "moses_punctuation": True, "control_characters": "removed",
+        "whitespace": "collapsed",
+    }  # fmt: skip
+    assert meta["bt_tag"] == {"tag": "<BT>", "tagged_training_sources": False, "tag_inputs": False}
+    assert meta["subword"]["src.model"]["sha256"] == hash_file(toy_spm["en"])
+
+
+def test_fine_tuning_refuses_other_vocabularies_and_architectures(trained_model, toy_corpus, toy_spm, tmp_path):
+    model_dir, _ = trained_model
+    other = {"en": tmp_path / "spm" / "en.model", "de": tmp_path / "spm" / "de.model"}
+    train_subword(
+        [toy_corpus["train.en"]], [toy_corpus["train.de"]], other["en"], other["de"], SubwordConfig(vocab_size=60)
+    )
+    with pytest.raises(ConfigError) as excinfo:
+        train_with_meta(toy_corpus, toy_spm, tmp_path / "a", spm=other, init_from=str(model_dir), max_steps=1)
+    assert_one_line(excinfo, "training.init_from", model_dir / "src.model", other["en"], "same vocabularies")
+    with pytest.raises(ConfigError) as excinfo:
+        train_with_meta(
+            toy_corpus, toy_spm, tmp_path / "b", model={**TOY_MODEL, "d_model": 32}, init_from=str(model_dir)
+        )
+    assert_one_line(excinfo, "training.init_from", model_dir, "d_model 64 != 32")

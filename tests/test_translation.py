@@ -1,17 +1,19 @@
 """Translation of files and the ``python -m nmt`` command line with a trained model."""
 
 import logging
+import shutil
 import subprocess
 import sys
 
 import pytest
 import torch
-from conftest import tiny_model
+from conftest import make_toy_corpus, tiny_model
 
-from nmt.config import DecodeConfig
+from nmt.config import DecodeConfig, ModelMeta
 from nmt.data import EOS
+from nmt.filters import Normalizer
 from nmt.subword import load_subword
-from nmt.translation import get_device, load_model, translate_file, translate_lines
+from nmt.translation import get_device, load_model, translate_file, translate_lines, write_meta
 
 
 def test_translate_file_keeps_order_and_count(trained_model, toy_corpus, tmp_path):
@@ -107,3 +109,27 @@ def test_translate_file_survives_bad_lines(trained_model, tmp_path, caplog):
         f"{src} line 2: not UTF-8 (invalid start byte), bad bytes replaced by U+FFFD",
         f"{src} line 3: 40001 subwords, cut to the model's limit of 1024",
     ]
+
+
+def test_cli_translate_normalizes_input_like_cleaning(trained_model, tmp_path):
+    """The model directory's meta.json makes `nmt translate` repeat the cleaning's source normalization."""
+    model_dir, _ = trained_model
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    write_meta(copy, ModelMeta("en", "de", normalize_punctuation=True))
+    src, _ = make_toy_corpus(40, seed=5)
+    # No-break spaces, soft hyphens inside words, curly quotes: what raw text brings and cleaning removes.
+    raw = ["\u00a0 ".join(line.split()).replace("e", "e\u00ad", 1).replace("the", "\u201cthe\u201d", 1) for line in src]
+    normalized = [Normalizer("en")(line) for line in raw]
+    device = get_device("cpu")
+    model, src_sp, trg_sp = load_model(copy, device)
+    config = DecodeConfig(beam_size=3)
+    unnormalized_hyps = translate_lines(model, src_sp, trg_sp, raw, config, device)
+    assert unnormalized_hyps != translate_lines(model, src_sp, trg_sp, normalized, config, device)  # it matters
+    outputs = [
+        run_cli("translate", "--model", str(copy), "--beam-size", "3", stdin="".join(s + "\n" for s in lines))
+        for lines in (raw, normalized)
+    ]
+    assert all(out.returncode == 0 for out in outputs), outputs[0].stderr
+    assert outputs[0].stdout == outputs[1].stdout
+    assert outputs[0].stdout.splitlines() == translate_lines(model, src_sp, trg_sp, normalized, config, device)

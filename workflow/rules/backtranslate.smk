@@ -38,10 +38,12 @@ rule train_reverse_model:
     output:
         model="results/{src}-{trg}/backtranslation/reverse/model.pt",
         summary="results/{src}-{trg}/backtranslation/reverse/summary.json",
+        meta="results/{src}-{trg}/backtranslation/reverse/meta.json",
     params:
         train_data=get_binarized_prefix,
         model=REVERSE_OPTIONS,
         training=get_reverse_training,
+        meta=get_reverse_meta,
     log:
         "results/logs/train_reverse_model/{src}-{trg}.log",
     benchmark:

@@ -15,6 +15,7 @@ from nmt.config import (
     CleanConfig,
     CorpusConfig,
     DecodeConfig,
+    ModelMeta,
     SubwordConfig,
     SyntheticConfig,
     TablesConfig,
@@ -248,6 +249,23 @@ def get_training(wildcards, threads):
     return dataclasses.replace(
         training, seed=int(wildcards.seed), trg_lang=wildcards.trg, threads=training.threads or threads
     )
+
+
+def get_init_model(wildcards):
+    """The model a run fine-tunes (``init_from``), so that Snakemake trains it first; none from scratch."""
+    init_from = TRAINING[wildcards.model].init_from
+    return [f"{init_from}/model.pt"] if init_from else []
+
+
+def get_model_meta(wildcards):
+    """What the model directory records for translation: languages, source normalization, BT tagging."""
+    tagged = wildcards.stage != "baseline" and SYNTHETIC[wildcards.stage].tagged
+    return ModelMeta(wildcards.src, wildcards.trg, CLEANING.normalize_punctuation, tagged)
+
+
+def get_reverse_meta(wildcards):
+    """The reverse (target-to-source) model translates the cleaned target-language monolingual text."""
+    return ModelMeta(wildcards.trg, wildcards.src, CLEANING.normalize_punctuation)
 
 
 def get_reverse_training(wildcards, threads):

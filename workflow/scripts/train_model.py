@@ -22,6 +22,9 @@ nodes = int(snakemake.resources.get("nodes", 1))
 with entry_point(snakemake.log[0]):
     processes = processes_per_node(snakemake.resources, nodes)
     if processes > 1 or nodes > 1:
-        launch_training(processes, snakemake.params.model, snakemake.params.training, files, snakemake.log[0], nodes)
+        launch_training(
+            processes, snakemake.params.model, snakemake.params.training, files, snakemake.log[0], nodes,
+            meta=snakemake.params.meta,
+        )  # fmt: skip
     else:
-        train(snakemake.params.model, snakemake.params.training, **files)
+        train(snakemake.params.model, snakemake.params.training, **files, meta=snakemake.params.meta)
