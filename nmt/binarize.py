@@ -13,7 +13,6 @@ processes of a node share, so a process's own memory grows only by the sentence 
 epoch's order (a few bytes per pair), and a resumed run starts without encoding anything.
 """
 
-import hashlib
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ import numpy as np
 
 from nmt.atomic import write_text
 from nmt.data import EOS, EncodedCorpus
+from nmt.download import hash_file
 from nmt.errors import DataError
 from nmt.subword import load_subword
 
@@ -36,15 +36,6 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 SIDES = ("src", "trg")
 CHUNK_LINES = 32768  # pairs encoded at a time: a few MB of Python lists, whatever the corpus size
-
-
-def file_sha256(path: str | Path) -> str:
-    """The sha256 of a file's bytes (hex), read in blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_pair_chunks(
@@ -155,7 +146,7 @@ def binarize(
             "dtype": dtypes[side].name,
             "tokens": tokens[side],
             "vocab_size": sps[side].get_piece_size(),
-            "spm_sha256": file_sha256(spm_path),
+            "spm_sha256": hash_file(spm_path),
             "files": [str(p) for p in text_paths],
         }
     write_text(header_path(out_prefix), json.dumps(header, indent=2) + "\n")
@@ -225,7 +216,7 @@ class BinarizedData:
     def check_vocabulary(self, src_spm: str | Path, trg_spm: str | Path) -> None:
         """Make sure the ids were encoded with these subword models (their sha256 is in the header)."""
         for side, spm_path in (("src", src_spm), ("trg", trg_spm)):
-            if file_sha256(spm_path) != self.header[side]["spm_sha256"]:
+            if hash_file(spm_path) != self.header[side]["spm_sha256"]:
                 raise DataError(
                     f"{header_path(self.prefix)}: {side} side encoded with another subword model than {spm_path}; "
                     "binarize again with the models the training uses"

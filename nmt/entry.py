@@ -6,12 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from nmt.atomic import NO_SPACE
 from nmt.errors import NmtError
 
 
 @contextmanager
 def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
-    """Log to ``log_path`` (stderr when None) and turn an :class:`NmtError` into one line.
+    """Log to ``log_path`` (stderr when None) and turn an :class:`NmtError` or a full disk into one line.
 
     The error goes, as ``error: <message>``, to stderr with exit status 1, so the user sees the
     reason instead of a traceback, once; a log file gets it too. Other exceptions are bugs and keep theirs.
@@ -27,6 +28,16 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
     try:
         yield
     except NmtError as e:
-        if log_path is not None:  # else the log is stderr, where the line below goes
-            logging.getLogger("nmt").error("%s", e)
-        sys.exit(f"error: {e}")
+        _exit_with(str(e), log_path)
+    except OSError as e:
+        if e.errno not in NO_SPACE:
+            raise
+        # A full disk where no atomic writer caught it (torch.save, sentencepiece, plots): still one line.
+        where = f"{e.filename}: " if e.filename else ""
+        _exit_with(f"{where}{NO_SPACE[e.errno]} (writing the job's outputs)", log_path)
+
+
+def _exit_with(message: str, log_path: str | Path | None) -> None:
+    if log_path is not None:  # else the log is stderr, where the line below goes
+        logging.getLogger("nmt").error("%s", message)
+    sys.exit(f"error: {message}")

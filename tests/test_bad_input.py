@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 from test_workflow import MIRROR, TINY, needs_mirror, snakemake
 
 from nmt.atomic import remove_stale_temp_files
@@ -225,3 +226,18 @@ def test_next_run_removes_stale_temp_files(tmp_path):
                     workdir=tmp_path)  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert not stale.exists() and (tmp_path / "results/data/download/multi30k_val.de").exists()
+
+
+def test_full_disk_outside_the_atomic_writers_is_one_line_in_the_log(tmp_path):
+    """A writer outside nmt.atomic (torch.save, sentencepiece, plots) hitting a full disk: one line, no traceback."""
+    log = tmp_path / "job.log"
+    code = (
+        "from nmt.entry import entry_point\n"
+        f"with entry_point({str(log)!r}):\n"
+        "    with open('/dev/full', 'wb') as f:\n"
+        "        f.write(b'x' * 1_000_000)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 1
+    assert out.stderr == "error: no space left on device (writing the job's outputs)\n"
+    assert "no space left on device" in log.read_text() and "Traceback" not in log.read_text()

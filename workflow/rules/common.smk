@@ -245,7 +245,7 @@ def get_model_options(wildcards):
 def get_training(wildcards, threads):
     """The training config of one run: its seed, the target language of its dev BLEU, and ``threads: 0``
     resolved to the rule's threads."""
-    training = TRAINING[wildcards.model]
+    training = TRAINING[defined("models", wildcards.model, MODELS)]
     return dataclasses.replace(
         training, seed=int(wildcards.seed), trg_lang=wildcards.trg, threads=training.threads or threads
     )
@@ -253,7 +253,7 @@ def get_training(wildcards, threads):
 
 def get_init_model(wildcards):
     """The model a run fine-tunes (``init_from``), so that Snakemake trains it first; none from scratch."""
-    init_from = TRAINING[wildcards.model].init_from
+    init_from = TRAINING[defined("models", wildcards.model, MODELS)].init_from
     return [f"{init_from}/model.pt"] if init_from else []
 
 
