@@ -1,6 +1,5 @@
 """Corpus importers of the data stage: archive members, TSV columns, OPUS corpora, sacrebleu test sets."""
 
-import copy
 import fcntl
 import json
 import logging
@@ -14,16 +13,16 @@ import zipfile
 import zlib
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
-
-from sacrebleu.dataset import DATASETS
-from sacrebleu.dataset.base import Dataset
+from typing import IO, TYPE_CHECKING
 
 from nmt.atomic import atomic_text
 from nmt.cleaning import open_text
 from nmt.config import CorpusConfig
 from nmt.download import download, hash_file
 from nmt.errors import ConfigError, DataError, DownloadError
+
+if TYPE_CHECKING:
+    from sacrebleu.dataset.base import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -209,17 +208,22 @@ def fetch_opus(
 
 
 def sacrebleu_downloads(test_set: str, out_dir: str | Path) -> list[tuple[str, Path, str | None]]:
-    """The files sacrebleu downloads for a test set, and where, with its cache rooted in ``out_dir``.
+    """The files sacrebleu downloads for a test set, and where sacrebleu keeps them in a cache rooted in ``out_dir``.
+
+    sacrebleu keeps the file of each URL as ``<cache>/<test set>/raw/<test set, / as _>.<URL basename>``
+    (e.g. ``wmt14/full/raw/wmt14_full.test-full.tgz``); a test pins this against sacrebleu's own download.
 
     :param test_set: a sacrebleu test set name, e.g. ``wmt14``
-    :param out_dir: the cache root standing in for ``$SACREBLEU``
+    :param out_dir: the cache root, sacrebleu's ``$SACREBLEU``
     :return: ``[(url, raw_path, md5 or None), ...]`` in sacrebleu's order
     :raises ConfigError: if the test set is unknown
     """
-    dataset = _get_sacrebleu_dataset(test_set, out_dir)
+    dataset = _get_sacrebleu_dataset(test_set)
+    raw_dir = Path(out_dir, dataset.name, "raw")
+    prefix = dataset.name.replace("/", "_")
     md5s = dataset.md5 or [None] * len(dataset.data)
     return [
-        (url, Path(dataset._rawdir, dataset._get_tarball_filename(url)), md5)
+        (url, raw_dir / f"{prefix}.{posixpath.basename(url)}", md5)
         for url, md5 in zip(dataset.data, md5s, strict=False)
     ]
 
@@ -229,24 +233,34 @@ def fetch_sacrebleu(
 ) -> tuple[Path, Path]:
     """Fetch a test set the way sacrebleu does, but download with :func:`nmt.download.download`.
 
-    The raw files land where sacrebleu's own download would put them under a cache rooted in ``out_dir``,
-    are checked against sacrebleu's md5 and unpacked as sacrebleu unpacks them; sacrebleu's own code then
-    turns them into text, so the sentences equal those the MT community scores on. sacrebleu finds the
-    raw files present and does not touch the network.
+    sacrebleu fixes its cache folder from ``$SACREBLEU`` once, when it is imported, so the caller sets
+    ``SACREBLEU=out_dir`` before the first import of sacrebleu (the download job's script does). The raw
+    files land where sacrebleu's own download would put them, are checked against sacrebleu's md5 and
+    unpacked as sacrebleu unpacks them; sacrebleu's own code then turns them into text, so the sentences
+    equal those the MT community scores on. sacrebleu finds the raw files present and does not touch the
+    network.
 
     :param test_set: a sacrebleu test set name, e.g. ``wmt14``
     :param langpair: e.g. ``en-de``
-    :param out_dir: cache root; files go to ``out_dir/<test_set>/``
+    :param out_dir: cache root, equal to ``$SACREBLEU``; files go to ``out_dir/<test_set>/``
     :param mirror: mirror root, as for :func:`nmt.download.download`
     :return: the source file and the first reference file
-    :raises ConfigError: if the test set is unknown or does not offer ``langpair``
+    :raises ConfigError: if the test set is unknown, does not offer ``langpair``, or sacrebleu's cache is
+        not ``out_dir``
     :raises DownloadError: if a file cannot be fetched or fails its md5
     :raises DataError: if a raw file cannot be unpacked or processed
     """
-    dataset = _get_sacrebleu_dataset(test_set, out_dir)
+    from sacrebleu.utils import SACREBLEU_DIR  # here, not at the top: the caller sets $SACREBLEU first
+
+    dataset = _get_sacrebleu_dataset(test_set)
     if langpair not in dataset.langpairs:
         pairs = ", ".join(sorted(dataset.langpairs))
         raise ConfigError(f"sacrebleu test set '{test_set}' has no language pair '{langpair}' (available: {pairs})")
+    if Path(SACREBLEU_DIR).resolve() != Path(out_dir).resolve():
+        raise ConfigError(
+            f"sacrebleu caches test sets in {SACREBLEU_DIR}, not {out_dir}: "
+            f"set SACREBLEU={Path(out_dir).resolve()} before sacrebleu is imported"
+        )
     for url, raw, md5 in sacrebleu_downloads(test_set, out_dir):
         cached = raw.is_file() and md5 is not None and hash_file(raw, "md5") == md5  # fetched by an earlier call
         if not cached:
@@ -265,15 +279,13 @@ def fetch_sacrebleu(
     return Path(src_file), Path(ref_file)
 
 
-def _get_sacrebleu_dataset(test_set: str, out_dir: str | Path) -> Dataset:
-    """A copy of sacrebleu's dataset ``test_set`` whose cache is ``out_dir`` instead of ``$SACREBLEU``."""
+def _get_sacrebleu_dataset(test_set: str) -> "Dataset":
+    """sacrebleu's dataset ``test_set``; sacrebleu is imported here, after the caller has set ``$SACREBLEU``."""
+    from sacrebleu.dataset import DATASETS
+
     if test_set not in DATASETS:
         raise ConfigError(f"sacrebleu test set '{test_set}' is unknown")
-    # sacrebleu reads $SACREBLEU once, at import; its datasets keep the folder in these two attributes.
-    dataset = copy.copy(DATASETS[test_set])
-    dataset._outdir = str(Path(out_dir, dataset.name))
-    dataset._rawdir = str(Path(out_dir, dataset.name, "raw"))
-    return dataset
+    return DATASETS[test_set]
 
 
 def _unpack_like_sacrebleu(raw: Path) -> None:
@@ -329,8 +341,8 @@ def import_corpus(
     :param lang: the language wanted
     :param dest: output file; ``<dest>.manifest.json`` is written beside it
     :param archive: the file :func:`fetch_archive` fetched, for archived corpora
-    :param sacrebleu_dir: cache root of sacrebleu test sets (shared by the jobs of one test set, which
-        take turns through a lock file)
+    :param sacrebleu_dir: cache root of sacrebleu test sets, equal to ``$SACREBLEU`` (see :func:`fetch_sacrebleu`;
+        shared by the jobs of one test set, which take turns through a lock file)
     :param mirror: mirror root, as for :func:`nmt.download.download`
     :return: the manifest
     """

@@ -5,17 +5,21 @@ import hashlib
 import io
 import json
 import lzma
+import os
 import socket
+import subprocess
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line
-from sacrebleu.dataset import DATASETS, FakeSGMLDataset
+import yaml
+from conftest import REPO, assert_one_line
+from sacrebleu.dataset import DATASETS
 from sacrebleu.utils import SACREBLEU_DIR
 
-from nmt.config import CorpusConfig
+from nmt import errors
 from nmt.download import mirror_path
 from nmt.errors import ConfigError, DataError, DownloadError
 from nmt.importers import (
@@ -23,7 +27,6 @@ from nmt.importers import (
     extract_tsv_column,
     fetch_opus,
     fetch_sacrebleu,
-    import_corpus,
     import_plain,
     opus_member,
     opus_urls,
@@ -209,6 +212,46 @@ def test_fetch_opus_neither_order(tmp_path: Path, opus_mirror: Path, no_network:
     assert not dest.exists()
 
 
+# sacrebleu reads $SACREBLEU once, at import: a fetch into a test cache runs in a fresh interpreter whose
+# $SACREBLEU is that cache, as in the download job; offline, with an optional toy dataset added to DATASETS.
+OFFLINE_SACREBLEU = """
+import json, socket, sys
+from sacrebleu.dataset import DATASETS, FakeSGMLDataset
+from nmt import errors
+from nmt.config import CorpusConfig
+from nmt.errors import NmtError
+from nmt.importers import fetch_sacrebleu, import_corpus
+
+def refuse(self, address):
+    raise AssertionError(f"network access to {address}")
+
+socket.socket.connect = refuse
+expression, toy = json.loads(sys.argv[1])
+if toy:
+    DATASETS["toy"] = FakeSGMLDataset("toy", **toy)
+try:
+    print(json.dumps({"result": eval(expression)}, default=str))
+except NmtError as e:
+    print(json.dumps({"error": type(e).__name__, "message": str(e)}))
+"""
+
+
+def run_with_sacrebleu_cache(cache: Path, expression: str, toy: dict | None = None) -> object:
+    """Evaluate ``expression`` (over fetch_sacrebleu, import_corpus, CorpusConfig) there, with ``SACREBLEU=cache``.
+
+    :return: its result as JSON data (paths as strings)
+    :raises NmtError: the error it raised there, the same type and message
+    """
+    env = {**os.environ, "SACREBLEU": str(cache), "PYTHONPATH": os.pathsep.join([str(REPO), *sys.path])}
+    argv = [sys.executable, "-c", OFFLINE_SACREBLEU, json.dumps([expression, toy])]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout.splitlines()[-1])
+    if "error" in answer:
+        raise getattr(errors, answer["error"])(answer["message"])
+    return answer["result"]
+
+
 def test_sacrebleu_unknown_test_set(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as excinfo:
         fetch_sacrebleu("xyz", "en-de", tmp_path)
@@ -222,31 +265,56 @@ def test_sacrebleu_unknown_langpair(tmp_path: Path, no_network: None) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_sacrebleu_cache_other_than_out_dir(tmp_path: Path, no_network: None) -> None:
+    # This process imported sacrebleu with its own $SACREBLEU, which is not tmp_path.
+    with pytest.raises(ConfigError) as excinfo:
+        fetch_sacrebleu("wmt14", "en-de", tmp_path, mirror=tmp_path)
+    assert_one_line(excinfo, SACREBLEU_DIR, f"SACREBLEU={tmp_path}")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_sacrebleu_download_locations(tmp_path: Path) -> None:
     raw = tmp_path / "wmt14/raw/wmt14.test-filtered.tgz"
     assert sacrebleu_downloads("wmt14", tmp_path) == [(WMT14_URL, raw, WMT14_MD5)]
-    # The same place, relative to its cache root, as sacrebleu's own download would use.
-    wmt14 = DATASETS["wmt14"]
-    theirs = Path(wmt14._rawdir, wmt14._get_tarball_filename(WMT14_URL)).relative_to(SACREBLEU_DIR)
-    assert theirs == raw.relative_to(tmp_path)
+    full = "https://statmt.org/wmt14/test-full.tgz"
+    assert sacrebleu_downloads("wmt14/full", tmp_path)[0][:2] == (
+        full,
+        tmp_path / "wmt14/full/raw/wmt14_full.test-full.tgz",
+    )
     assert mirror_path(WMT14_URL, tmp_path / "mirror") == tmp_path / "mirror/statmt.org/wmt14/test-filtered.tgz"
 
 
-def test_sacrebleu_missing_mirror_file(tmp_path: Path, no_network: None) -> None:
-    mirror = tmp_path / "mirror"
+@pytest.mark.parametrize("test_set", sorted(DATASETS))
+def test_sacrebleu_download_locations_are_sacrebleus_own(test_set: str) -> None:
+    # Where sacrebleu's maybe_download puts each file (private names, used here only to check that ours agree):
+    # there sacrebleu finds the files we fetched and does not download them again.
+    dataset = DATASETS[test_set]
+    theirs = [Path(dataset._rawdir, dataset._get_tarball_filename(url)) for url in dataset.data]
+    assert [raw for _, raw, _ in sacrebleu_downloads(test_set, SACREBLEU_DIR)] == theirs
+
+
+def test_product_code_uses_no_private_sacrebleu_names() -> None:
+    private = ("._outdir", "._rawdir", "_get_tarball_filename", "_get_txt_file_path", "_get_langpair_metadata")
+    for path in sorted([*(REPO / "nmt").rglob("*.py"), *(REPO / "workflow/scripts").glob("*.py")]):
+        used = [name for name in private if name in path.read_text()]
+        assert not used, f"{path} uses sacrebleu's private {', '.join(used)}"
+
+
+def test_sacrebleu_missing_mirror_file(tmp_path: Path) -> None:
+    out, mirror = tmp_path / "out", tmp_path / "mirror"
     mirror.mkdir()
     with pytest.raises(DownloadError) as excinfo:
-        fetch_sacrebleu("wmt14", "en-de", tmp_path / "out", mirror=mirror)
+        run_with_sacrebleu_cache(out, f"fetch_sacrebleu('wmt14', 'en-de', {str(out)!r}, {str(mirror)!r})")
     assert_one_line(excinfo, WMT14_URL, mirror / "statmt.org/wmt14/test-filtered.tgz")
 
 
-def test_sacrebleu_md5_mismatch(tmp_path: Path, no_network: None) -> None:
-    mirror = tmp_path / "mirror"
+def test_sacrebleu_md5_mismatch(tmp_path: Path) -> None:
+    out, mirror = tmp_path / "out", tmp_path / "mirror"
     make_tar(mirror / "statmt.org/wmt14/test-filtered.tgz", {"test/newstest2014-deen-src.en.sgm": b"fake"})
     with pytest.raises(DownloadError) as excinfo:
-        fetch_sacrebleu("wmt14", "en-de", tmp_path / "out", mirror=mirror)
+        run_with_sacrebleu_cache(out, f"fetch_sacrebleu('wmt14', 'en-de', {str(out)!r}, {str(mirror)!r})")
     assert_one_line(excinfo, WMT14_URL, "md5", WMT14_MD5)
-    assert not (tmp_path / "out/wmt14/raw/wmt14.test-filtered.tgz").exists()
+    assert not (out / "wmt14/raw/wmt14.test-filtered.tgz").exists()
 
 
 def sgm(lang: str, sents: list[str]) -> bytes:
@@ -255,7 +323,7 @@ def sgm(lang: str, sents: list[str]) -> bytes:
     return f'<srcset setid="toy" srclang="{lang}">\n{doc}</srcset>\n'.encode()
 
 
-def test_sacrebleu_through_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None) -> None:
+def test_sacrebleu_through_mirror(tmp_path: Path) -> None:
     # A toy test set in sacrebleu's own format, so that sacrebleu's processing runs end to end offline.
     url = "https://example.org/toy/toy-test.tgz"
     mirror = tmp_path / "mirror"
@@ -265,15 +333,14 @@ def test_sacrebleu_through_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     }
     tarball = make_tar(mirror_path(url, mirror), members)
     md5 = hashlib.md5(tarball.read_bytes()).hexdigest()
-    langpairs = {"en-de": ["test/toy-src.en.sgm", "test/toy-ref.de.sgm"]}
-    monkeypatch.setitem(DATASETS, "toy", FakeSGMLDataset("toy", data=[url], md5=[md5], langpairs=langpairs))
+    toy = {"data": [url], "md5": [md5], "langpairs": {"en-de": ["test/toy-src.en.sgm", "test/toy-ref.de.sgm"]}}
     out = tmp_path / "sacrebleu"
-    src, ref = fetch_sacrebleu("toy", "en-de", out, mirror=mirror)
+    files = run_with_sacrebleu_cache(out, f"fetch_sacrebleu('toy', 'en-de', {str(out)!r}, {str(mirror)!r})", toy)
+    src, ref = map(Path, files)
     assert (src, ref) == (out / "toy/toy.en-de.src", out / "toy/toy.en-de.ref")
     assert src.read_text().splitlines() == ["Hello world .", "Good morning"]
     assert ref.read_text().splitlines() == ["Hallo Welt .", "Guten Morgen"]
     assert (out / "toy/raw/toy.toy-test.tgz").read_bytes() == tarball.read_bytes()
-    assert DATASETS["toy"]._rawdir != str(out / "toy/raw")  # sacrebleu's own dataset is left as it was
 
 
 @pytest.mark.parametrize("as_uri", [True, False], ids=["file_url", "local_path"])
@@ -294,9 +361,28 @@ def test_import_plain_missing_file(tmp_path: Path) -> None:
     assert_one_line(excinfo, tmp_path / "none.gz")
 
 
-def test_import_corpus_sacrebleu_test_set_with_a_slash_in_its_name(tmp_path, no_network):
-    config = CorpusConfig(importer="sacrebleu", test_set="wmt14/full", langpair="en-de")
+def test_import_corpus_sacrebleu_test_set_with_a_slash_in_its_name(tmp_path: Path) -> None:
+    config = "CorpusConfig(importer='sacrebleu', test_set='wmt14/full', langpair='en-de')"
+    cache, mirror = tmp_path / "sb", tmp_path / "mirror"
+    call = f"import_corpus({config}, 'en', {str(tmp_path / 'x.en')!r}, None, {str(cache)!r}, {str(mirror)!r})"
     with pytest.raises(DownloadError) as excinfo:
-        import_corpus(config, "en", tmp_path / "x.en", sacrebleu_dir=tmp_path / "sb", mirror=tmp_path / "mirror")
+        run_with_sacrebleu_cache(cache, call)
     mirror_file = tmp_path / "mirror/statmt.org/wmt14/test-full.tgz"
     assert_one_line(excinfo, "https://statmt.org/wmt14/test-full.tgz", mirror_file)
+    assert (cache / ".wmt14_full.lock").is_file()
+
+
+def test_download_job_sets_sacrebleu_cache(tmp_path: Path) -> None:
+    # The real rule: its script points $SACREBLEU at results/data/sacrebleu before sacrebleu is imported, so the
+    # job gets as far as the download (the mirror is empty) instead of stopping at a cache mismatch.
+    config = yaml.safe_load((REPO / "tests/integration/config.yaml").read_text())
+    config["corpora"]["wmt14_test"] = {"importer": "sacrebleu", "test_set": "wmt14", "langpair": "en-de"}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "mirror").mkdir()
+    target = "results/data/download/wmt14_test.en"
+    snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1"]
+    argv = [*snakemake, "--directory", str(tmp_path), target, "--config", f"mirror={tmp_path / 'mirror'}"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    lines = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and "statmt.org/wmt14/test-filtered.tgz" in lines[0], out.stderr
+    assert (tmp_path / "results/data/sacrebleu/.wmt14.lock").is_file()
