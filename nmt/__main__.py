@@ -8,15 +8,19 @@ import argparse
 import json
 import os
 import sys
+from contextlib import nullcontext
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from nmt.config import DecodeConfig, from_dict
 from nmt.entry import entry_point
-from nmt.errors import DataError
+from nmt.errors import ConfigError, DataError
 
 
 def translate(args: argparse.Namespace) -> None:
+    from nmt.atomic import atomic_text
     from nmt.ensemble import load_ensemble
-    from nmt.translation import get_device, normalize_input, read_source, translate_stream
+    from nmt.translation import check_source, get_device, normalize_input, read_source, translate_windows
 
     config = from_dict(
         DecodeConfig,
@@ -26,19 +30,34 @@ def translate(args: argparse.Namespace) -> None:
             "length_penalty": args.length_penalty,
             "sampling_topk": args.sampling_topk,
             "seed": args.seed,
+            "max_len_a": args.max_len_a,
+            "max_len_b": args.max_len_b,
             "batch_size": args.batch_size,
         },
         "translate",
     )
-    if sys.stdin is None:
+    if args.nbest is not None and (config.method != "beam" or args.nbest > config.beam_size):
+        raise ConfigError(f"translate: --nbest {args.nbest} needs --method beam and --beam-size >= {args.nbest}")
+    if args.input is None and sys.stdin is None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
+    name = str(check_source(args.input)) if args.input else "stdin"
     device = get_device(args.device)
     model, src_sp, trg_sp = load_ensemble(args.model, device)
-    lines = read_source(sys.stdin.buffer, "stdin")
-    lines = normalize_input(args.model[0], lines)  # as cleaning normalized the training sources
-    for hyp in translate_stream(model, src_sp, trg_sp, lines, config, device, "stdin"):
-        sys.stdout.write(hyp + "\n")
-    sys.stdout.flush()  # a closed pipe shows here, inside main(), not at interpreter exit
+    source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)
+    output = atomic_text(args.output) if args.output else nullcontext(sys.stdout)
+    with source as src, output as out:
+        # as cleaning normalized the training sources (the first model's meta.json)
+        lines = normalize_input(args.model[0], read_source(src, name))
+        first_line = 1
+        for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, args.window, args.bf16,
+                                      args.nbest):  # fmt: skip
+            if args.nbest is None:
+                out.writelines(hyp + "\n" for hyp in hyps)
+            else:
+                out.writelines(f"{first_line + i}\t{hyp}\t{score:.4f}\t{logprob:.4f}\n"
+                               for i, nbest in enumerate(hyps) for hyp, score, logprob in nbest)  # fmt: skip
+            first_line += len(hyps)
+            out.flush()  # a closed pipe shows here, inside main(), not at interpreter exit
 
 
 def score(args: argparse.Namespace) -> None:
@@ -102,16 +121,27 @@ def positive_int(text: str) -> int:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (``prog: error: ...``), like every other error of the command line."""
+    """argparse with one-line errors (``prog: error: ...``), like every other error of the command line.
+
+    Help texts show the defaults (of every subcommand too: the subparsers are of this class).
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.ArgumentDefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run a command; errors of the input are one line on stderr, a closed output pipe ends quietly (141)."""
+    """Run a command; errors of the input are one line on stderr, a closed output pipe ends quietly (141).
+
+    The usage names the command as it was typed: ``nmt`` for the console script, else ``python -m nmt``.
+    """
+    prog = "nmt" if Path(sys.argv[0]).name == "nmt" else "python -m nmt"
     try:
-        run(argv)
+        run(argv, prog)
     except BrokenPipeError:  # e.g. `... | head -1`: stop like other Unix tools, without a traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again otherwise
@@ -120,23 +150,41 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)  # 128 + SIGINT
 
 
-def run(argv: list[str] | None = None) -> None:
-    parser = Parser(prog="python -m nmt", description=__doc__)
+def package_version() -> str:
+    try:
+        return version("nmt")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown (not installed)"
+
+
+def run(argv: list[str] | None = None, prog: str = "python -m nmt") -> None:
+    parser = Parser(prog=prog, description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("translate", help="translate stdin to stdout with a trained model directory")
+    p = commands.add_parser("translate", help="translate text (stdin or --input) with a trained model directory")
     p.add_argument(
         "--model",
         required=True,
         action="append",
         help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble",
     )
-    p.add_argument("--method", default="beam", choices=["beam", "greedy", "sample"])
-    p.add_argument("--beam-size", type=positive_int, default=5)
-    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--method", default="beam", choices=["beam", "greedy", "sample"], help="search")
+    p.add_argument("--beam-size", type=positive_int, default=5, help="beam: hypotheses kept per step")
+    p.add_argument("--length-penalty", type=float, default=1.0, help="beam: exponent alpha of ((5 + |Y|) / 6)^alpha")
     p.add_argument("--sampling-topk", type=int, default=0, help="sample: among the k best tokens (0: all)")
     p.add_argument("--seed", type=int, default=1, help="sample: random seed")
+    p.add_argument("--max-len-a", type=float, default=DecodeConfig.max_len_a, help="output limit a * S + b subwords")
+    p.add_argument("--max-len-b", type=int, default=DecodeConfig.max_len_b, help="(S: source subwords, EOS included)")
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
+    p.add_argument("--bf16", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
+                   help="bfloat16 autocast; auto: on CUDA only; --bf16 alone: on")  # fmt: skip
+    p.add_argument("--nbest", type=positive_int, help="beam search: print the N best as LINE<TAB>HYP<TAB>SCORE<TAB>"
+                   "LOGPROB lines, best first (SCORE: LOGPROB / length penalty, what the beam ranks by)")  # fmt: skip
+    p.add_argument("--input", help="read this file instead of stdin")
+    p.add_argument("--output", help="write this file (a temp file renamed at the end) instead of stdout")
+    p.add_argument("--window", type=positive_int, default=1000, help="lines read, sorted by length, translated and "
+                   "written (flushed) together; 1 answers each line before reading the next (interactive)")  # fmt: skip
     p.set_defaults(run=translate)
     p = commands.add_parser("score", help="BLEU, chrF and TER of a hypothesis file against a reference file")
     p.add_argument("--hyp", required=True)

@@ -3,6 +3,8 @@
 Legend: B batch, K beam size, V vocabulary, S source length.
 """
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 
@@ -89,6 +91,14 @@ def length_penalty(length: int, alpha: float) -> float:
 STOP_RULES = ("exact", "first_k", "never")
 
 
+class Hypothesis(NamedTuple):
+    """A finished hypothesis: output ids without EOS, its ranking score and its log-probability."""
+
+    ids: list[int]
+    score: float  # log-probability / length_penalty(len(ids) + 1, alpha), what the beam ranks by
+    logprob: float  # sum of the log-probabilities of ids and EOS
+
+
 @torch.no_grad()
 def beam_search(
     model: DecodingModel,
@@ -99,17 +109,36 @@ def beam_search(
     max_len_b: int = 10,
     stop: str = "exact",
 ) -> list[list[int]]:
-    """Batched beam search with length normalisation.
+    """Batched beam search with length normalisation: for each sentence the best output ids without EOS.
+
+    See :func:`beam_search_nbest`, of which this is the case ``nbest=1``.
+    """
+    nbest = beam_search_nbest(model, src, beam_size, alpha, max_len_a, max_len_b, stop)
+    return [hyps[0].ids if hyps else [] for hyps in nbest]
+
+
+@torch.no_grad()
+def beam_search_nbest(
+    model: DecodingModel,
+    src: torch.Tensor,
+    beam_size: int = 5,
+    alpha: float = 1.0,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    stop: str = "exact",
+    nbest: int = 1,
+) -> list[list[Hypothesis]]:
+    """Batched beam search with length normalisation, keeping the ``nbest`` best finished hypotheses.
 
     Each step expands every live hypothesis, keeps 2K candidates per sentence, offers candidates
-    ending in EOS among the best K to the sentence's best finished hypothesis, and continues with
-    the K best others. A sentence leaves the batch (its state rows are dropped) when ``stop`` says
+    ending in EOS among the best K to the sentence's ``nbest`` best finished hypotheses, and continues
+    with the K best others. A sentence leaves the batch (its state rows are dropped) when ``stop`` says
     so, or at its length limit, so the work shrinks as sentences finish. Stopping rules:
 
-    - ``"exact"``: when no live hypothesis can still beat the best finished one. Log-probabilities
-      are never positive, so a live hypothesis's normalised score can at most reach its current
-      score divided by the largest length penalty it can still reach (at its length limit for
-      ``alpha >= 0``). The result is the one of ``"never"``, usually after far fewer steps.
+    - ``"exact"``: when no live hypothesis can still beat the ``nbest``-th best finished one.
+      Log-probabilities are never positive, so a live hypothesis's normalised score can at most
+      reach its current score divided by the largest length penalty it can still reach (at its
+      length limit for ``alpha >= 0``). The result is the one of ``"never"``, usually after far fewer steps.
     - ``"first_k"``: once K hypotheses have finished, as fairseq does; a live hypothesis may
       still have beaten them. Kept to measure what the exact rule costs and gains.
     - ``"never"``: only at the length limit.
@@ -117,10 +146,13 @@ def beam_search(
     :param src: source ids (B, S) with EOS, right-padded
     :param alpha: length penalty exponent; 0 ranks by raw log-probability
     :param stop: ``"exact"``, ``"first_k"`` or ``"never"``
-    :return: for each sentence the best output ids without EOS
+    :param nbest: finished hypotheses kept per sentence, at most ``beam_size``
+    :return: for each sentence up to ``nbest`` hypotheses, best first (fewer only if fewer finished)
     """
     if stop not in STOP_RULES:
         raise ValueError(f"stop: {stop!r} is not one of {', '.join(map(repr, STOP_RULES))}")
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest: must be between 1 and the beam size {beam_size}, got {nbest}")
     B, K = src.size(0), beam_size
     device = src.device
     limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
@@ -131,9 +163,9 @@ def beam_search(
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
     scores = scores.view(-1)  # (n*K,) sum of log-probabilities of the live hypotheses
     tokens = src.new_full((B * K, 1), BOS)
-    best_score = torch.full((B,), float("-inf"), dtype=torch.float64, device=device)  # (n,) normalised
+    kth_score = torch.full((B,), float("-inf"), dtype=torch.float64, device=device)  # (n,) nbest-th best, normalised
     n_finished = torch.zeros(B, dtype=torch.long, device=device)  # (n,)
-    best_hyp: list[list[int]] = [[] for _ in range(B)]
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     active = list(range(B))  # original sentence index of each active block of K rows
     t = 0
     while active:
@@ -151,16 +183,9 @@ def beam_search(
         beam, tok = top_idx // V, top_idx % V
         is_eos = tok == EOS
         rows = torch.arange(n, device=device)[:, None] * K + beam  # (n, 2K) row of the parent
-        # every hypothesis finishing now has t tokens plus EOS
-        eos_scores = top_scores[:, :K].double().masked_fill(~is_eos[:, :K], float("-inf"))  # (n, K)
         n_finished += (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).sum(dim=1)
-        new_best, j = (eos_scores / length_penalty(t + 1, alpha)).max(dim=1)  # (n,)
-        better = (new_best > best_score).nonzero().flatten().tolist()
-        if better:
-            prefixes = tokens[rows[better, j[better]], 1:].tolist()
-            for i, hyp in zip(better, prefixes, strict=True):
-                best_hyp[active[i]] = hyp
-            best_score = torch.maximum(best_score, new_best)
+        kth_score = _keep_finished(finished, active, kth_score, top_scores[:, :K], is_eos[:, :K], rows, tokens,
+                                   length_penalty(t + 1, alpha), nbest)  # fmt: skip
         keep_scores, sel = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
         parents = rows.gather(1, sel).view(-1)
         tokens = torch.cat([tokens.index_select(0, parents), tok.gather(1, sel).view(-1, 1)], dim=1)
@@ -168,21 +193,57 @@ def beam_search(
         state = reorder_state(state, parents)
         t += 1
         done = _is_done(
-            stop, limit <= t, scores.view(n, K), best_score, limit_lp, length_penalty(t + 1, alpha), n_finished, K
+            stop, limit <= t, scores.view(n, K), kth_score, limit_lp, length_penalty(t + 1, alpha), n_finished, K
         )
         if bool(done.any()):
             still = (~done).nonzero().flatten()
             keep = (still[:, None] * K + torch.arange(K, device=device)).view(-1)
             tokens, scores = tokens[keep], scores[keep]
-            limit, limit_lp, best_score, n_finished = (
-                limit[still],
-                limit_lp[still],
-                best_score[still],
-                n_finished[still],
-            )
+            limit, limit_lp, kth_score, n_finished = limit[still], limit_lp[still], kth_score[still], n_finished[still]
             state = reorder_state(state, keep)
             active = [active[i] for i in still.tolist()]
-    return best_hyp
+    return finished
+
+
+def _keep_finished(
+    finished: list[list[Hypothesis]],
+    active: list[int],
+    kth_score: torch.Tensor,
+    eos_scores: torch.Tensor,
+    is_eos: torch.Tensor,
+    rows: torch.Tensor,
+    tokens: torch.Tensor,
+    lp: float,
+    nbest: int,
+) -> torch.Tensor:
+    """Add the hypotheses finishing now that beat a sentence's ``nbest``-th best; return the new ``kth_score``.
+
+    :param eos_scores: log-probabilities of the K best candidates (n, K), sorted best first
+    :param is_eos: whether each candidate ends in EOS (n, K)
+    :param rows: row in ``tokens`` of each candidate's parent (n, >= K)
+    :param tokens: the live prefixes (n*K, t + 1), BOS first
+    :param lp: the length penalty of every hypothesis finishing now (t tokens plus EOS)
+    :return: the ``nbest``-th best normalised score of each sentence (n,), float64, -inf until that many finished
+    """
+    normalised = eos_scores.double().masked_fill(~is_eos, float("-inf")) / lp  # (n, K)
+    i_idx, j_idx = (normalised > kth_score[:, None]).nonzero(as_tuple=True)
+    if not len(i_idx):
+        return kth_score
+    prefixes = tokens[rows[i_idx, j_idx], 1:].tolist()
+    found = zip(
+        i_idx.tolist(), prefixes, normalised[i_idx, j_idx].tolist(), eos_scores[i_idx, j_idx].tolist(), strict=True
+    )
+    kth = kth_score.tolist()
+    for i, hyp, score, logprob in found:
+        if score <= kth[i]:  # an earlier candidate of this step raised the bar (candidates come best first)
+            continue
+        kept = finished[active[i]]
+        kept.append(Hypothesis(hyp, score, logprob))
+        kept.sort(key=lambda h: -h.score)  # stable: of equal scores the earlier finished stays first
+        del kept[nbest:]
+        if len(kept) == nbest:
+            kth[i] = kept[-1].score
+    return torch.tensor(kth, dtype=torch.float64, device=kth_score.device)
 
 
 def _is_done(
@@ -199,7 +260,7 @@ def _is_done(
 
     :param at_limit: whether the sentence reached its length limit (n,)
     :param live: scores of the live hypotheses (n, K), -inf for dead ones
-    :param best: best finished normalised score (n,), float64, -inf if none
+    :param best: the nbest-th best finished normalised score (n,), float64, -inf until nbest finished
     :param limit_lp: length penalty at the sentence's limit (n,), float64
     :param next_lp: length penalty of the shortest hypothesis still reachable (EOS at the next step)
     :param n_finished: hypotheses finished so far (n,)

@@ -16,7 +16,7 @@ from nmt.config import DecodeConfig, ModelMeta
 from nmt.data import EOS, pad
 from nmt.errors import DataError, NmtError
 from nmt.model import DecodingModel, Seq2Seq, model_from_spec
-from nmt.search import beam_search, greedy_search, sample_search
+from nmt.search import beam_search, beam_search_nbest, greedy_search, sample_search
 from nmt.subword import load_subword
 
 log = logging.getLogger(__name__)
@@ -164,6 +164,17 @@ def length_limits(src_len: int, config: DecodeConfig, limit: int | None) -> tupl
     return config.max_len_a, config.max_len_b
 
 
+def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> Iterator[tuple[list[int], float, int]]:
+    """Batches of line indices (the non-empty lines, sorted by length) with the ``(a, b)`` of their output limit."""
+    order = sorted((i for i in range(len(ids)) if len(ids[i]) > 1), key=lambda i: len(ids[i]))
+    for start in range(0, len(order), config.batch_size):
+        batch = order[start : start + config.batch_size]
+        # A clamped limit holds for the longest sentences only: give them batches of their own.
+        groups = itertools.groupby(batch, key=lambda i: length_limits(len(ids[i]), config, limit))
+        for (max_len_a, max_len_b), chunk in groups:
+            yield list(chunk), max_len_a, max_len_b
+
+
 @torch.no_grad()
 def translate_lines(
     model: DecodingModel,
@@ -191,27 +202,84 @@ def translate_lines(
     model.eval()
     limit = position_limit(model)
     ids = encode_sources(src_sp, lines, limit, name, first_line)
-    order = sorted((i for i in range(len(ids)) if len(ids[i]) > 1), key=lambda i: len(ids[i]))
     hyps: list[str] = [""] * len(ids)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    batches = [order[start : start + config.batch_size] for start in range(0, len(order), config.batch_size)]
-    for batch in batches:
-        # A clamped limit holds for the longest sentences only: give them batches of their own.
-        groups = itertools.groupby(batch, key=lambda i: length_limits(len(ids[i]), config, limit))
-        for (max_len_a, max_len_b), chunk in groups:
-            chunk = list(chunk)
-            src = pad([ids[i] for i in chunk]).to(device)
-            with autocast(device, bf16):
-                if config.method == "greedy":
-                    out = greedy_search(model, src, max_len_a, max_len_b)
-                elif config.method == "sample":
-                    out = sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
-                else:
-                    out = beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
-            for i, hyp in zip(chunk, out, strict=True):
-                hyps[i] = trg_sp.decode(hyp)
+    for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
+        src = pad([ids[i] for i in chunk]).to(device)
+        with autocast(device, bf16):
+            if config.method == "greedy":
+                out = greedy_search(model, src, max_len_a, max_len_b)
+            elif config.method == "sample":
+                out = sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
+            else:
+                out = beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
+        for i, hyp in zip(chunk, out, strict=True):
+            hyps[i] = trg_sp.decode(hyp)
     model.train(was_training)
     return hyps
+
+
+@torch.no_grad()
+def translate_nbest(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: list[str],
+    config: DecodeConfig,
+    device: torch.device,
+    nbest: int,
+    bf16: str = "auto",
+    name: str = "input",
+    first_line: int = 1,
+) -> list[list[tuple[str, float, float]]]:
+    """The ``nbest`` best beam search translations of each line as ``(hyp, score, logprob)``, best first.
+
+    ``score`` is what the beam ranks by: ``logprob`` (the sum of the log-probabilities of the
+    output's subwords and EOS) divided by the length penalty. An empty line gives one entry
+    ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines`.
+    """
+    was_training = model.training
+    model.eval()
+    limit = position_limit(model)
+    ids = encode_sources(src_sp, lines, limit, name, first_line)
+    result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in ids]
+    for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
+        src = pad([ids[i] for i in chunk]).to(device)
+        with autocast(device, bf16):
+            out = beam_search_nbest(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b,
+                                    nbest=nbest)  # fmt: skip
+        for i, hyps in zip(chunk, out, strict=True):
+            result[i] = [(trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
+    model.train(was_training)
+    return result
+
+
+def translate_windows(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: Iterable[str],
+    config: DecodeConfig,
+    device: torch.device,
+    name: str = "input",
+    window: int = CHUNK_LINES,
+    bf16: str = "auto",
+    nbest: int | None = None,
+) -> Iterator[list]:
+    """Translate ``lines`` of any number ``window`` lines at a time (bounded memory), as they arrive.
+
+    Each window is read, sorted by length, translated and yielded as a list in input order: of
+    strings (:func:`translate_lines`), or with ``nbest`` of n-best lists (:func:`translate_nbest`).
+    A window of 1 answers every line before the next one is read (interactive use through a pipe).
+    """
+    lines = iter(lines)
+    first_line = 1
+    while chunk := list(itertools.islice(lines, window)):
+        if nbest is None:
+            yield translate_lines(model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line)
+        else:
+            yield translate_nbest(model, src_sp, trg_sp, chunk, config, device, nbest, bf16, name, first_line)
+        first_line += len(chunk)
 
 
 def translate_stream(
@@ -224,11 +292,16 @@ def translate_stream(
     name: str = "input",
 ) -> Iterator[str]:
     """:func:`translate_lines` over ``lines`` of any number, :data:`CHUNK_LINES` at a time (bounded memory)."""
-    lines = iter(lines)
-    first_line = 1
-    while chunk := list(itertools.islice(lines, CHUNK_LINES)):
-        yield from translate_lines(model, src_sp, trg_sp, chunk, config, device, name=name, first_line=first_line)
-        first_line += len(chunk)
+    for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name):
+        yield from hyps
+
+
+def check_source(path: str | Path) -> Path:
+    """``path`` as a :class:`Path` if it is a file; else a :class:`DataError` saying what it is."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: {'is a directory, not a file' if path.is_dir() else 'file not found'}")
+    return path
 
 
 def translate_file(
@@ -247,9 +320,7 @@ def translate_file(
     """
     from nmt.ensemble import load_ensemble  # nmt.ensemble builds on load_model above
 
-    src_path = Path(src_path)
-    if not src_path.is_file():
-        raise DataError(f"{src_path}: {'is a directory, not a file' if src_path.is_dir() else 'file not found'}")
+    src_path = check_source(src_path)
     dev = get_device(device)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
     model, src_sp, trg_sp = load_ensemble(model_dirs, dev)

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -247,3 +248,108 @@ def test_train_options_not_json(capsys, monkeypatch):
     status, _, stderr = run_main(["train", "--model-options", "{arch"], b"", capsys, monkeypatch)
     assert status == 2
     check_stderr(stderr, r"python -m nmt train: error: argument --model-options: not JSON \(", 2)
+
+
+# The options users of fairseq, OpenNMT-py and Marian expect of ``translate``.
+SRC = ["the big red dog runs", "a small woman eats", "", "the cat sleeps"]
+
+
+def one_by_one(model_dir: Path, lines: list[str], **config) -> list[str]:
+    """The 1-best translation of every line, from the library."""
+    device = get_device("cpu")
+    model, src_sp, trg_sp = load_model(model_dir, device)
+    return translate_lines(model, src_sp, trg_sp, lines, DecodeConfig(**config), device)
+
+
+def test_nbest_lists_with_scores(trained_model, capsys, monkeypatch):
+    model_dir, _ = trained_model
+    argv = ["translate", "--model", str(model_dir), "--beam-size", "4", "--nbest", "3"]
+    status, stdout, stderr = run_main(argv, "".join(s + "\n" for s in SRC).encode(), capsys, monkeypatch)
+    assert status == 0, stderr
+    rows = [line.split("\t") for line in stdout.splitlines()]
+    assert all(len(row) == 4 for row in rows), stdout
+    best = one_by_one(model_dir, SRC, beam_size=4)
+    for number, src in enumerate(SRC, 1):
+        mine = [(hyp, float(score), float(logprob)) for n, hyp, score, logprob in rows if int(n) == number]
+        if not src:
+            assert mine == [("", 0.0, 0.0)]
+            continue
+        assert len(mine) == 3 and len({hyp for hyp, _, _ in mine}) == 3, mine
+        assert mine[0][0] == best[number - 1]
+        assert [score for _, score, _ in mine] == sorted((score for _, score, _ in mine), reverse=True)
+        assert all(logprob <= score < 0 for _, score, logprob in mine)  # length penalty >= 1 for alpha = 1
+    assert [int(row[0]) for row in rows] == sorted(int(row[0]) for row in rows), "in input order"
+
+
+def test_nbest_larger_than_the_beam(trained_model, capsys, monkeypatch):
+    argv = ["translate", "--model", str(trained_model[0]), "--beam-size", "2", "--nbest", "3"]
+    status, _, stderr = run_main(argv, b"the cat\n", capsys, monkeypatch)
+    assert status == 1
+    check_stderr(stderr, r"^error: translate: --nbest 3 needs --method beam and --beam-size >= 3$", 1)
+
+
+def test_input_and_output_files(trained_model, tmp_path, capsys, monkeypatch):
+    model_dir, _ = trained_model
+    (tmp_path / "in.en").write_text("".join(s + "\n" for s in SRC))
+    argv = ["translate", "--model", str(model_dir), "--input", str(tmp_path / "in.en"), "--output",
+            str(tmp_path / "out/hyp.de"), "--beam-size", "2"]  # fmt: skip
+    status, stdout, stderr = run_main(argv, b"not this\n", capsys, monkeypatch)
+    assert status == 0 and stdout == "", stderr
+    assert (tmp_path / "out/hyp.de").read_text().splitlines() == one_by_one(model_dir, SRC, beam_size=2)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["hyp.de"], "no temp file left"
+    argv[4] = str(tmp_path / "missing.en")
+    status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
+    assert status == 1
+    check_stderr(stderr, rf"^error: {re.escape(str(tmp_path / 'missing.en'))}: file not found$", 1)
+
+
+def test_max_len_options_cut_the_output(trained_model, capsys, monkeypatch):
+    model_dir, _ = trained_model
+    src = "the big red dog runs and the small cat sleeps"
+    argv = ["translate", "--model", str(model_dir), "--method", "greedy", "--max-len-a", "0", "--max-len-b", "3"]
+    status, stdout, stderr = run_main(argv, (src + "\n").encode(), capsys, monkeypatch)
+    assert status == 0, stderr
+    trg_sp = load_model(model_dir, get_device("cpu"))[2]
+    full = one_by_one(model_dir, [src], method="greedy")[0]
+    assert len(trg_sp.encode(full)) > 2
+    assert stdout == one_by_one(model_dir, [src], method="greedy", max_len_a=0, max_len_b=3)[0] + "\n"
+    assert len(trg_sp.encode(stdout.strip())) <= 2 < len(trg_sp.encode(full)), "2 subwords and EOS"
+
+
+def test_bf16_on_cpu(trained_model, capsys, monkeypatch):
+    argv = ["translate", "--model", str(trained_model[0]), "--method", "greedy", "--bf16"]
+    status, stdout, stderr = run_main(argv, b"the cat sleeps\nthe dog\n", capsys, monkeypatch)
+    assert status == 0 and len(stdout.splitlines()) == 2, stderr
+
+
+def test_streaming_through_a_pipe(trained_model):
+    """Each line is answered before the next is sent, as an interactive user or a pipeline needs."""
+    model_dir, _ = trained_model
+    expected = one_by_one(model_dir, SRC, method="greedy")
+    p = subprocess.Popen(nmt_command("translate", "--model", str(model_dir), "--method", "greedy", "--window", "1"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        for src, hyp in zip(SRC, expected, strict=True):
+            p.stdin.write((src + "\n").encode())
+            p.stdin.flush()
+            ready, _, _ = select.select([p.stdout], [], [], 120)
+            assert ready, f"no output for {src!r} while the input stays open"
+            assert p.stdout.readline().decode() == hyp + "\n"
+        p.stdin.close()
+        assert p.wait(60) == 0, p.stderr.read().decode()
+    finally:
+        p.kill()
+
+
+def test_version_and_console_script_name():
+    import importlib.metadata
+
+    out = subprocess.run(nmt_command("--version"), capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout == f"python -m nmt {importlib.metadata.version('nmt')}\n"
+    # What the `nmt` console script runs (pip writes it into the environment's bin/).
+    script = "import sys; from nmt.__main__ import main; sys.argv[0] = 'bin/nmt'; sys.exit(main())"
+    out = subprocess.run([sys.executable, "-c", script, "translate", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("usage: nmt translate"), out.stdout
+    assert "(default: 5)" in out.stdout, "help shows the defaults"
+    out = subprocess.run(nmt_command("--help"), capture_output=True, text=True)
+    assert out.stdout.startswith("usage: python -m nmt"), out.stdout

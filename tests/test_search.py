@@ -5,7 +5,14 @@ import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
 
 from nmt.data import BOS, EOS, PAD
-from nmt.search import beam_search, greedy_search, length_penalty, max_output_lengths, sample_search
+from nmt.search import (
+    beam_search,
+    beam_search_nbest,
+    greedy_search,
+    length_penalty,
+    max_output_lengths,
+    sample_search,
+)
 
 V = 40
 
@@ -49,6 +56,39 @@ def test_stopping_early_returns_what_searching_to_the_limit_returns(arch, beam_s
         src = sources(B=8, seed=seed, vocab=6)
         exhaustive = beam_search(model, src, beam_size, alpha, stop="never")
         assert beam_search(model, src, beam_size, alpha) == exhaustive, f"seed {seed}"
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_nbest_stopping_early_returns_what_searching_to_the_limit_returns(arch, alpha):
+    """With n-best lists a sentence is done only when its n-th best finished one beats every live bound."""
+    for seed in range(6):
+        model = tiny_model(arch, 6, seed=seed)
+        src = sources(B=8, seed=seed, vocab=6)
+        exhaustive = beam_search_nbest(model, src, 4, alpha, stop="never", nbest=3)
+        assert beam_search_nbest(model, src, 4, alpha, nbest=3) == exhaustive, f"seed {seed}"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_nbest_lists(arch):
+    """N distinct hypotheses, best first, the first the 1-best; scores are what the model gives them."""
+    model = tiny_model(arch, V)
+    src = sources()
+    nbest = beam_search_nbest(model, src, beam_size=5, alpha=1.0, nbest=3)
+    assert [hyps[0].ids for hyps in nbest] == beam_search(model, src, beam_size=5, alpha=1.0)
+    limit = max_output_lengths(src, 1.5, 10).tolist()
+    for row, hyps, n in zip(src, nbest, limit, strict=True):
+        assert len(hyps) == 3 and len({tuple(h.ids) for h in hyps}) == 3
+        assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+        for h in hyps:
+            if len(h.ids) + 1 < n:  # EOS forced at the limit has no model probability
+                assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids), abs=1e-4)
+            assert h.score == pytest.approx(h.logprob / length_penalty(len(h.ids) + 1, 1.0))
+
+
+def test_nbest_larger_than_the_beam():
+    with pytest.raises(ValueError, match="nbest: must be between 1 and the beam size 2, got 3"):
+        beam_search_nbest(tiny_model("rnn", V), sources(), beam_size=2, nbest=3)
 
 
 def test_unknown_stopping_rule():
