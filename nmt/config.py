@@ -231,6 +231,7 @@ class TrainConfig:
     device: Literal["auto", "cpu", "cuda"] = "auto"
     bf16: Literal["auto", "on", "off"] = "auto"
     threads: int = 0
+    tensorboard: bool = False
 
     def check(self, where: str) -> None:
         _positive(
