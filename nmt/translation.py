@@ -2,7 +2,7 @@
 
 import itertools
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -15,6 +15,7 @@ from nmt.config import DecodeConfig
 from nmt.data import EOS, pad
 from nmt.errors import DataError, NmtError
 from nmt.model import DecodingModel, Seq2Seq, model_from_spec
+from nmt.progress import LOG_EVERY, Progress, count_lines
 from nmt.search import beam_search, greedy_search, sample_search
 from nmt.subword import load_subword
 
@@ -153,6 +154,7 @@ def translate_lines(
     bf16: str = "auto",
     name: str = "input",
     first_line: int = 1,
+    progress: Callable[[int], None] | None = None,
 ) -> list[str]:
     """Translate plain-text ``lines`` into detokenized plain text, one output line per input line, in order.
 
@@ -164,6 +166,8 @@ def translate_lines(
 
     Sentences are sorted by length so that each batch holds similar lengths (little padding).
     Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
+
+    :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
     """
     was_training = model.training
     model.eval()
@@ -173,6 +177,8 @@ def translate_lines(
     hyps: list[str] = [""] * len(ids)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     batches = [order[start : start + config.batch_size] for start in range(0, len(order), config.batch_size)]
+    if progress:
+        progress(len(ids) - len(order))  # the empty lines
     for batch in batches:
         # A clamped limit holds for the longest sentences only: give them batches of their own.
         groups = itertools.groupby(batch, key=lambda i: length_limits(len(ids[i]), config, limit))
@@ -188,6 +194,8 @@ def translate_lines(
                     out = beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
             for i, hyp in zip(chunk, out, strict=True):
                 hyps[i] = trg_sp.decode(hyp)
+            if progress:
+                progress(len(chunk))
     model.train(was_training)
     return hyps
 
@@ -200,12 +208,15 @@ def translate_stream(
     config: DecodeConfig,
     device: torch.device,
     name: str = "input",
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[str]:
     """:func:`translate_lines` over ``lines`` of any number, :data:`CHUNK_LINES` at a time (bounded memory)."""
     lines = iter(lines)
     first_line = 1
     while chunk := list(itertools.islice(lines, CHUNK_LINES)):
-        yield from translate_lines(model, src_sp, trg_sp, chunk, config, device, name=name, first_line=first_line)
+        yield from translate_lines(
+            model, src_sp, trg_sp, chunk, config, device, name=name, first_line=first_line, progress=progress
+        )
         first_line += len(chunk)
 
 
@@ -215,6 +226,7 @@ def translate_file(
     hyp_path: str | Path,
     config: DecodeConfig,
     device: str = "auto",
+    progress_every: float = LOG_EVERY,
 ) -> int:
     """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
 
@@ -222,6 +234,7 @@ def translate_file(
     not UTF-8) and :func:`translate_lines` (empty and overlong lines).
 
     :param model_dirs: a model directory, or several to decode with their ensemble
+    :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
     """
     from nmt.ensemble import load_ensemble  # nmt.ensemble builds on load_model above
 
@@ -236,8 +249,13 @@ def translate_file(
         src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
     )  # fmt: skip
     n = 0
-    with open(src_path, "rb") as src, atomic_text(hyp_path) as out:
-        for hyp in translate_stream(model, src_sp, trg_sp, read_source(src, str(src_path)), config, dev, str(src_path)):
+    with (
+        open(src_path, "rb") as src,
+        atomic_text(hyp_path) as out,
+        Progress(f"translating {src_path}", count_lines(src_path), "lines", every=progress_every) as progress,
+    ):
+        lines = read_source(src, str(src_path))
+        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, dev, str(src_path), progress.update):
             out.write(hyp + "\n")
             n += 1
     if n == 0:
