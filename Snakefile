@@ -22,7 +22,7 @@
 #   tables/scores.{csv,md}                             long table: one row per run and test set
 #   tables/summary.csv                                 per system: mean and std over seeds, ensemble rows
 #   tables/table.{md,tex,csv}                          wide table: systems x pairs/metrics, as in papers
-#   plots/{src}-{trg}.{model}.{stage}.png              learning curves (train loss, valid loss and BLEU)
+#   plots/{src}-{trg}.{model}.{stage}.seed{N}.png      learning curves (train loss, valid loss and BLEU) per seed
 #   plots/{src}-{trg}.comparison.png                   learning curves of all systems of a pair
 #   benchmarks/{rule}/...tsv                           Snakemake benchmark of the heavy jobs
 #   logs/{rule}/...log                                 one log per job
@@ -37,6 +37,10 @@ min_version("9.0")
 
 
 configfile: "config.yaml"
+
+
+# snakemake --report report.html: this description, then the items each rule marks with report().
+report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"

@@ -19,6 +19,7 @@ from pathlib import Path
 from nmt.atomic import atomic_text
 from nmt.config import SyntheticConfig
 from nmt.errors import DataError
+from nmt.progress import Progress
 from nmt.subword import BT_TAG
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,9 @@ def build_synthetic_corpus(
             )
         tag = f"{BT_TAG} " if config.tagged else ""
         rng, chosen = random.Random(seed), 0
+        progress = stack.enter_context(Progress(f"sampling synthetic pairs into {src_out}", passed, "pairs"))
         for seen, (hyp, mono) in enumerate(_passing_pairs(bt_src, bt_trg, config, dict(dropped))):
+            progress.update(1)
             if keep < passed and rng.random() * (passed - seen) >= keep - chosen:
                 continue  # Algorithm S: take each of the remaining ones with chance (still needed / still left)
             src_f.write(f"{tag}{hyp}\n")

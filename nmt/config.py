@@ -232,6 +232,7 @@ class TrainConfig:
     bf16: Literal["auto", "on", "off"] = "auto"
     threads: int = 0
     init_from: str | None = None
+    tensorboard: bool = False
 
     def check(self, where: str) -> None:
         _positive(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nmt import __version__
 from nmt.errors import DownloadError
+from nmt.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +171,13 @@ def _fetch_http(url: str, part: Path, retries: int, backoff: float, timeout: flo
                     log.info("%s: server ignored the Range request, restarting", url)
                 elif resume:
                     log.info("%s: resuming at byte %d", url, offset)
-                with open(part, "ab" if resume else "wb") as f:
-                    shutil.copyfileobj(response, f, CHUNK_BYTES)
+                with (
+                    open(part, "ab" if resume else "wb") as f,
+                    Progress(f"downloading {url}", response.length, "bytes") as progress,  # what is left of it
+                ):
+                    while block := response.read(CHUNK_BYTES):
+                        f.write(block)
+                        progress.update(len(block))
                 # read(n) returns b"" when the server hangs up early; what arrived stays in the part.
                 if response.length:
                     raise http.client.IncompleteRead(b"", response.length)

@@ -26,12 +26,14 @@ from nmt.checkpoint import (
     save_snapshot,
 )
 from nmt.config import DecodeConfig, ModelMeta, TrainConfig
+from nmt.curves import Curves
 from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.distributed import close_world, init_world, shard
 from nmt.errors import ConfigError, DataError, TrainingError
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.metrics import get_metric, score_metric
 from nmt.model import Seq2Seq, build_model
+from nmt.progress import format_duration
 from nmt.subword import load_subword
 from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, grad_scaler, translate_lines, write_meta
 
@@ -196,7 +198,10 @@ def train(
     model_dir: str | Path,
     meta: ModelMeta | None = None,
 ) -> dict[str, Any]:
-    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,meta.json,summary.json,valid.tsv}``.
+    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,meta.json,summary.json,train.tsv,valid.tsv}``.
+
+    ``train.tsv`` and ``valid.tsv`` (and with ``config.tensorboard`` the event files in
+    ``model_dir/tensorboard``) grow a row per log line and per validation (:class:`nmt.curves.Curves`).
 
     Interrupted runs resume from ``model_dir/checkpoints/last.pt`` with the same optimizer,
     schedule, random state and position in the epoch, so they end where an uninterrupted run
@@ -304,6 +309,7 @@ def _train(
             progress["epoch"],
             progress["batch"],
         )
+    curves = Curves(model_dir, train_log, history, progress["step"], config.tensorboard) if world.is_main else None
     trained = model
     if world.size > 1:
         trained = torch.nn.parallel.DistributedDataParallel(
@@ -332,6 +338,8 @@ def _train(
             scores = validate(model, dev, dev_src_lines, dev_ref_lines, src_sp, trg_sp, config, device)
         scores = world.broadcast(scores)
         history.append({"step": progress["step"], **scores})
+        if curves:
+            curves.add_valid(history[-1])
         metric = scores[config.valid_metric]
         if progress["best"] is None or better(metric, progress["best"]):
             progress["best"], progress["bad_evals"] = metric, 0
@@ -408,9 +416,13 @@ def _train(
                         "step": step, "epoch": progress["epoch"], "loss": window["loss"] / window["tokens"], "lr": lr,
                         "tokens_per_second": window["tokens"] / elapsed,
                     })  # fmt: skip
+                    if curves:
+                        curves.add_train(train_log[-1])
+                    eta = elapsed / config.log_every * updates_left(progress, config, len(batches))
                     log.info(
-                        "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s",
+                        "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s | elapsed %s | ETA %s",
                         step, progress["epoch"], window["loss"] / window["tokens"], lr, window["tokens"] / elapsed,
+                        format_duration(progress["train_seconds"]), format_duration(eta),
                     )  # fmt: skip
                     window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}
                 if step % config.valid_every == 0 or step >= config.max_steps:
@@ -441,6 +453,8 @@ def _train(
             evaluate_and_keep_best()
         keep_snapshot()
         save_last()
+    if curves:
+        curves.close()
     summary = None
     if world.is_main:
         averaged = None
@@ -452,9 +466,17 @@ def _train(
                 averaged["steps"], averaged["valid"]["loss"], averaged["valid"]["ppl"], averaged["valid"]["bleu"],
                 config.valid_metric, progress["best"],
             )  # fmt: skip
-        summary = _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world,
-                          averaged)  # fmt: skip
+        summary = _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config, world, averaged)
     return world.broadcast(summary)
+
+
+def updates_left(progress: dict[str, Any], config: TrainConfig, epoch_batches: int) -> int:
+    """Updates until ``max_steps`` or ``max_epochs``, whichever comes first (later epochs taken to be as
+    long as this one, of ``epoch_batches`` batches); early stopping can end training sooner."""
+    per_epoch = epoch_batches // config.accum_steps
+    by_epochs = (epoch_batches - progress["batch"]) // config.accum_steps
+    by_epochs += (config.max_epochs - progress["epoch"]) * per_epoch
+    return max(0, min(config.max_steps - progress["step"], by_epochs))
 
 
 def average_snapshots(model: Seq2Seq, ckpt_dir: Path, step: int, n: int) -> dict[str, Any]:
@@ -504,8 +526,7 @@ def init_weights(
     log.info("initialized the weights from %s (fine-tuning; new optimizer and schedule)", init_from)
 
 
-def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, device, config, world,
-            averaged) -> dict[str, Any]:  # fmt: skip
+def _finish(model_dir, model, progress, history, src_spm, trg_spm, device, config, world, averaged) -> dict[str, Any]:
     """Write the model (the average of the last checkpoints, else the best), the subword models and the
     summary into ``model_dir``."""
     best = model_dir / "checkpoints" / "best.pt"
@@ -539,19 +560,6 @@ def _finish(model_dir, model, progress, history, train_log, src_spm, trg_spm, de
     }
     if averaged:
         summary["averaged"] = {"steps": averaged["steps"], **averaged["valid"]}
-    write_text(
-        model_dir / "valid.tsv",
-        "step\tloss\tppl\tbleu\n"
-        + "".join(f"{h['step']}\t{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\n" for h in history),
-    )
-    write_text(
-        model_dir / "train.tsv",
-        "step\tepoch\tloss\tlr\ttokens_per_second\n"
-        + "".join(
-            f"{h['step']}\t{h['epoch']}\t{h['loss']:.4f}\t{h['lr']:.3e}\t{h['tokens_per_second']:.0f}\n"
-            for h in train_log
-        ),
-    )
     write_text(model_dir / "summary.json", json.dumps(summary, indent=2))
     log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
     return summary

@@ -3,7 +3,7 @@
 import itertools
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -16,6 +16,7 @@ from nmt.config import DecodeConfig, ModelMeta
 from nmt.data import EOS, pad
 from nmt.errors import DataError, NmtError
 from nmt.model import DecodingModel, Seq2Seq, model_from_spec
+from nmt.progress import LOG_EVERY, Progress, count_lines
 from nmt.search import beam_search, beam_search_nbest, greedy_search, sample_search
 from nmt.subword import load_subword
 
@@ -186,6 +187,7 @@ def translate_lines(
     bf16: str = "auto",
     name: str = "input",
     first_line: int = 1,
+    progress: Callable[[int], None] | None = None,
 ) -> list[str]:
     """Translate plain-text ``lines`` into detokenized plain text, one output line per input line, in order.
 
@@ -197,6 +199,8 @@ def translate_lines(
 
     Sentences are sorted by length so that each batch holds similar lengths (little padding).
     Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
+
+    :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
     """
     was_training = model.training
     model.eval()
@@ -204,6 +208,8 @@ def translate_lines(
     ids = encode_sources(src_sp, lines, limit, name, first_line)
     hyps: list[str] = [""] * len(ids)
     generator = torch.Generator(device=device).manual_seed(config.seed)
+    if progress:
+        progress(sum(len(x) <= 1 for x in ids))  # the empty lines
     for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
         src = pad([ids[i] for i in chunk]).to(device)
         with autocast(device, bf16):
@@ -215,6 +221,8 @@ def translate_lines(
                 out = beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
         for i, hyp in zip(chunk, out, strict=True):
             hyps[i] = trg_sp.decode(hyp)
+        if progress:
+            progress(len(chunk))
     model.train(was_training)
     return hyps
 
@@ -265,18 +273,21 @@ def translate_windows(
     window: int = CHUNK_LINES,
     bf16: str = "auto",
     nbest: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[list]:
     """Translate ``lines`` of any number ``window`` lines at a time (bounded memory), as they arrive.
 
     Each window is read, sorted by length, translated and yielded as a list in input order: of
     strings (:func:`translate_lines`), or with ``nbest`` of n-best lists (:func:`translate_nbest`).
     A window of 1 answers every line before the next one is read (interactive use through a pipe).
+
+    :param progress: passed on to :func:`translate_lines` (lines done after each batch)
     """
     lines = iter(lines)
     first_line = 1
     while chunk := list(itertools.islice(lines, window)):
         if nbest is None:
-            yield translate_lines(model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line)
+            yield translate_lines(model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line, progress)
         else:
             yield translate_nbest(model, src_sp, trg_sp, chunk, config, device, nbest, bf16, name, first_line)
         first_line += len(chunk)
@@ -290,9 +301,10 @@ def translate_stream(
     config: DecodeConfig,
     device: torch.device,
     name: str = "input",
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[str]:
     """:func:`translate_lines` over ``lines`` of any number, :data:`CHUNK_LINES` at a time (bounded memory)."""
-    for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name):
+    for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, progress=progress):
         yield from hyps
 
 
@@ -310,6 +322,7 @@ def translate_file(
     hyp_path: str | Path,
     config: DecodeConfig,
     device: str = "auto",
+    progress_every: float = LOG_EVERY,
 ) -> int:
     """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
 
@@ -317,6 +330,7 @@ def translate_file(
     not UTF-8) and :func:`translate_lines` (empty and overlong lines).
 
     :param model_dirs: a model directory, or several to decode with their ensemble
+    :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
     """
     from nmt.ensemble import load_ensemble  # nmt.ensemble builds on load_model above
 
@@ -329,8 +343,13 @@ def translate_file(
         src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
     )  # fmt: skip
     n = 0
-    with open(src_path, "rb") as src, atomic_text(hyp_path) as out:
-        for hyp in translate_stream(model, src_sp, trg_sp, read_source(src, str(src_path)), config, dev, str(src_path)):
+    with (
+        open(src_path, "rb") as src,
+        atomic_text(hyp_path) as out,
+        Progress(f"translating {src_path}", count_lines(src_path), "lines", every=progress_every) as progress,
+    ):
+        lines = read_source(src, str(src_path))
+        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, dev, str(src_path), progress.update):
             out.write(hyp + "\n")
             n += 1
     if n == 0:

@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,6 +100,7 @@ def test_resume_continues_exactly(toy_corpus, toy_spm, tmp_path, options):
     a = load_checkpoint(straight / "checkpoints/last.pt")
     b = load_checkpoint(resumed / "checkpoints/last.pt")
     assert a["progress"]["step"] == b["progress"]["step"] == 40
+    assert_same_curves(straight, resumed, valid=False)  # the first run validated at its max_steps 20
     assert a["progress"] == b["progress"] | {"train_seconds": a["progress"]["train_seconds"]}
     for name, tensor in a["model"].items():
         torch.testing.assert_close(tensor, b["model"][name], rtol=0, atol=0, msg=name)
@@ -210,16 +212,23 @@ def test_resume_after_kill_9_continues_exactly(toy_corpus, toy_spm, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code, args], stderr=subprocess.PIPE, text=True, env=env)
     timer = threading.Timer(120.0, proc.kill)
     timer.start()
+    seen = []
     for line in proc.stderr:
+        seen.append(line)
         if "checkpoint at step 20" in line:
             proc.kill()  # SIGKILL: no handler runs, the process ends mid-step
             break
-    proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     timer.cancel()
     assert proc.returncode == -signal.SIGKILL
     step = load_checkpoint(killed / "checkpoints/last.pt")["progress"]["step"]
     assert 20 <= step < 40, step
+    # The curves so far are on disk, a row per logged step (written before its log line).
+    logged = [int(m) for m in re.findall(r"step (\d+) \| epoch", "".join(seen) + err)]
+    rows = read_tsv(killed / "train.tsv")
+    assert [r["step"] for r in rows] == [str(s) for s in range(1, len(rows) + 1)] and len(rows) >= max(logged)
     run_training(toy_corpus, toy_spm, killed, max_steps=40, valid_every=1000, checkpoint_every=10, log_every=1)
+    assert_same_curves(straight, killed)
     a = load_checkpoint(straight / "checkpoints/last.pt")
     b = load_checkpoint(killed / "checkpoints/last.pt")
     assert b["progress"]["step"] == 40 and b["progress"]["tokens"] == a["progress"]["tokens"]
@@ -227,6 +236,41 @@ def test_resume_after_kill_9_continues_exactly(toy_corpus, toy_spm, tmp_path):
         torch.testing.assert_close(tensor, b["model"][name], rtol=0, atol=0, msg=name)
     for x, y in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values(), strict=True):
         torch.testing.assert_close(x["exp_avg_sq"], y["exp_avg_sq"], rtol=0, atol=0)
+
+
+def read_tsv(path):
+    header, *rows = path.read_text().splitlines()
+    return [dict(zip(header.split("\t"), row.split("\t"), strict=True)) for row in rows]
+
+
+def assert_same_curves(straight, resumed, valid=True):
+    """train.tsv (and valid.tsv) of a resumed run equal an uninterrupted run's, but for the measured speed."""
+    if valid:
+        assert (resumed / "valid.tsv").read_text() == (straight / "valid.tsv").read_text()
+    a, b = read_tsv(straight / "train.tsv"), read_tsv(resumed / "train.tsv")
+    assert a and a[-1]["step"] == "40"
+    assert [{**r, "tokens_per_second": ""} for r in a] == [{**r, "tokens_per_second": ""} for r in b]
+
+
+def test_log_line_has_eta_and_tensorboard_has_the_curves(toy_corpus, toy_spm, tmp_path, caplog):
+    """Each log line says the time spent and the time left; the TensorBoard events hold train.tsv's loss."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    with caplog.at_level(logging.INFO, logger="nmt"):
+        run_training(toy_corpus, toy_spm, tmp_path, max_steps=40, log_every=10, valid_every=20, tensorboard=True)
+    etas = re.findall(r"step (\d+) \| .* \| elapsed (\d+s|\d+m\d\ds) \| ETA (\d+s|\d+m\d\ds)", caplog.text)
+    assert [int(step) for step, _, _ in etas] == [10, 20, 30, 40] and etas[-1][2] == "0s", caplog.text
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    loss = {e.step: e.value for e in events.Scalars("train/loss")}
+    assert loss == pytest.approx({int(r["step"]): float(r["loss"]) for r in read_tsv(tmp_path / "train.tsv")}, abs=1e-4)
+    assert [e.step for e in events.Scalars("valid/bleu")] == [20, 40]
+
+
+def test_tensorboard_without_the_package_is_one_line(toy_corpus, toy_spm, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if tensorboard were not installed
+    with pytest.raises(ConfigError, match=r"^training.tensorboard: needs the tensorboard package \(pip install"):
+        run_training(toy_corpus, toy_spm, tmp_path, max_steps=2, tensorboard=True)
 
 
 def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from conftest import make_toy_corpus, tiny_model
+from conftest import make_toy_corpus, run_training, tiny_model
 
 from nmt.config import DecodeConfig, ModelMeta
 from nmt.data import EOS
@@ -31,6 +31,22 @@ def test_translate_file_keeps_order_and_count(trained_model, toy_corpus, tmp_pat
     assert hyps == alone
     assert len(set(hyps)) > 30, "distinct inputs get distinct outputs, so a shuffle would show"
     assert not list(hyp.parent.glob(".*.tmp"))
+
+
+def test_translate_file_logs_progress_when_stderr_is_not_a_terminal(toy_corpus, toy_spm, tmp_path, caplog):
+    """Off a terminal (a cluster job's log), progress is a log line every ``progress_every`` seconds."""
+    model_dir = tmp_path / "model"
+    run_training(toy_corpus, toy_spm, model_dir, max_steps=2, valid_every=2)
+    src = tmp_path / "many.en"
+    src.write_text("".join(toy_corpus["test.en"].read_text().splitlines(keepends=True) * 10))  # 400 lines
+    config = DecodeConfig(method="greedy", batch_size=16, max_len_b=5)
+    with caplog.at_level(logging.INFO, logger="nmt.progress"):
+        translate_file(model_dir, src, tmp_path / "many.de", config, device="cpu", progress_every=1e-9)
+    lines = [r.getMessage() for r in caplog.records if r.name == "nmt.progress"]
+    done = [int(line.split(": ")[1].split("/")[0]) for line in lines]
+    assert len(lines) >= 10 and done == sorted(done) and done[-1] == 400, lines
+    assert lines[-1].startswith(f"translating {src}: 400/400 lines (100%), ") and lines[-1].endswith("(done)")
+    assert all(" ETA " in line for line in lines[:-1])
 
 
 def run_cli(*args, stdin=""):

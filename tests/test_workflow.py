@@ -288,8 +288,18 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     report = snakemake("--report", "report.html", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (workdir / "report.html").read_text()
-    for item in ("table.csv", "summary.csv", "en-de.comparison.png", "multi30k_train.report.tsv"):
+    items = ["table.csv", "summary.csv", "en-de.comparison.png", "multi30k_train.report.tsv", "test_2016_flickr.json",
+             "mono.report.json"]  # fmt: skip
+    items += [f"en-de.{model}.baseline.seed{seed}.png" for model in ("transformer", "rnn") for seed in (1, 2)]
+    for item in items:
         assert item in html, item
+    assert html.count("report.json") >= 3, "the monolingual and both variants' back-translation reports"
+    # The workflow description and the captions (rendered from workflow/report/*.rst).
+    captions = ("Neural machine translation experiments", "The main result table, as papers print it",
+                "Paired bootstrap resampling", "back-translation variant bt_sample_tagged",
+                "Learning curves of rnn (baseline)")  # fmt: skip
+    for text in captions:
+        assert text in html, text
 
 
 @pytest.mark.slow

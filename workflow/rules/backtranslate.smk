@@ -10,7 +10,13 @@ rule clean_monolingual:
         exclude=get_eval_refs,
     output:
         mono="results/{src}-{trg}/data/mono/mono.{trg}",
-        report="results/{src}-{trg}/data/mono/mono.report.json",
+        report=report(
+            "results/{src}-{trg}/data/mono/mono.report.json",
+            caption="../report/mono.rst",
+            category="Back-translation",
+            subcategory="{src}-{trg}",
+            labels={"report": "monolingual cleaning", "variant": "all"},
+        ),
     params:
         cleaning=CLEANING,
         max_sentences=BT["max_sentences"],
@@ -109,7 +115,13 @@ rule build_synthetic_corpus:
     output:
         src="results/{src}-{trg}/backtranslation/{variant}/train.{src}",
         trg="results/{src}-{trg}/backtranslation/{variant}/train.{trg}",
-        report="results/{src}-{trg}/backtranslation/{variant}/report.json",
+        report=report(
+            "results/{src}-{trg}/backtranslation/{variant}/report.json",
+            caption="../report/synthetic.rst",
+            category="Back-translation",
+            subcategory="{src}-{trg}",
+            labels={"report": "synthetic corpus", "variant": "{variant}"},
+        ),
     params:
         synthetic=lambda w: SYNTHETIC[w.variant],
         seed=BT["seed"],

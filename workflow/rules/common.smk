@@ -366,10 +366,12 @@ def get_curve_models(wildcards):
 
 
 def get_plot_files():
-    return [
-        f"results/plots/{pair}.{name}.png"
+    """The comparison figure of each pair, and the learning curves of every seed of every system."""
+    return [f"results/plots/{pair}.comparison.png" for pair in config["pairs"]] + [
+        f"results/plots/{pair}.{model}.{stage}.seed{seed}.png"
         for pair in config["pairs"]
-        for name in ["comparison", *(f"{model}.{stage}" for model, stage in get_systems())]
+        for model, stage in get_systems()
+        for seed in SEEDS
     ]
 
 

@@ -53,6 +53,7 @@ rule clean_corpus:
         trg="results/{src}-{trg}/data/clean/{corpus}.{trg}",
         report=report(
             "results/{src}-{trg}/data/clean/{corpus}.report.tsv",
+            caption="../report/cleaning.rst",
             category="Data",
             subcategory="{src}-{trg}",
             labels={"corpus": "{corpus}", "report": "cleaning"},

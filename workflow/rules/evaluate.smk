@@ -56,7 +56,13 @@ rule significance:
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
         hyps=get_bootstrap_hyps,
     output:
-        tests="results/{src}-{trg}/significance/{test}.json",
+        tests=report(
+            "results/{src}-{trg}/significance/{test}.json",
+            caption="../report/significance.rst",
+            category="Significance",
+            subcategory="{src}-{trg}",
+            labels={"test set": "{test}"},
+        ),
     params:
         n_samples=TABLES.bootstrap_samples,
         seed=TABLES.bootstrap_seed,
@@ -80,12 +86,27 @@ rule collect_scores:
         scores=get_score_files(),
         tests=get_significance_files(),
     output:
-        csv=report("results/tables/scores.csv", category="Tables", labels={"table": "every run (long)"}),
+        csv=report(
+            "results/tables/scores.csv",
+            caption="../report/scores.rst",
+            category="Results",
+            labels={"table": "3. every run (long)"},
+        ),
         md="results/tables/scores.md",
-        summary=report("results/tables/summary.csv", category="Tables", labels={"table": "per system, mean ± std over seeds"}),
+        summary=report(
+            "results/tables/summary.csv",
+            caption="../report/summary.rst",
+            category="Results",
+            labels={"table": "2. per system, mean ± std over seeds"},
+        ),
         wide_md="results/tables/table.md",
         wide_tex="results/tables/table.tex",
-        wide_csv=report("results/tables/table.csv", category="Tables", labels={"table": "systems x pairs (as in papers)"}),
+        wide_csv=report(
+            "results/tables/table.csv",
+            caption="../report/table.rst",
+            category="Results",
+            labels={"table": "1. main results: systems x pairs (as in papers)"},
+        ),
     params:
         tables=TABLES,
     log:
@@ -99,16 +120,17 @@ rule collect_scores:
 # Learning curves of one system's first seed: train loss, validation loss and BLEU per update.
 rule plot_learning_curves:
     input:
-        summary=f"results/{{src}}-{{trg}}/{{model}}/{{stage}}/seed{SEEDS[0]}/model/summary.json",
+        summary="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/summary.json",
     output:
         png=report(
-            "results/plots/{src}-{trg}.{model}.{stage}.png",
+            "results/plots/{src}-{trg}.{model}.{stage}.seed{seed}.png",
+            caption="../report/learning_curves.rst",
             category="Learning curves",
             subcategory="{src}-{trg}",
-            labels={"model": "{model}", "stage": "{stage}"},
+            labels={"model": "{model}", "stage": "{stage}", "seed": "{seed}"},
         ),
     log:
-        "results/logs/plot_learning_curves/{src}-{trg}.{model}.{stage}.log",
+        "results/logs/plot_learning_curves/{src}-{trg}.{model}.{stage}.seed{seed}.log",
     conda:
         "../../envs/nmt.yaml"
     script:
@@ -122,9 +144,10 @@ rule plot_comparison:
     output:
         png=report(
             "results/plots/{src}-{trg}.comparison.png",
+            caption="../report/comparison.rst",
             category="Learning curves",
             subcategory="{src}-{trg}",
-            labels={"model": "all systems", "stage": "comparison"},
+            labels={"model": "all systems", "stage": "comparison", "seed": str(SEEDS[0])},
         ),
     params:
         labels=[f"{model}/{stage}" for model, stage in get_systems()],

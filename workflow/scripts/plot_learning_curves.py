@@ -8,5 +8,7 @@ from nmt.plots import plot_learning_curves
 with entry_point(snakemake.log[0]):
     w = snakemake.wildcards
     plot_learning_curves(
-        Path(snakemake.input.summary).parent, f"{w.src}-{w.trg} {w.model} ({w.stage})", snakemake.output.png
+        Path(snakemake.input.summary).parent,
+        f"{w.src}-{w.trg} {w.model} ({w.stage}, seed {w.seed})",
+        snakemake.output.png,
     )
