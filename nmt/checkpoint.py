@@ -100,12 +100,12 @@ def average_state_dicts(paths: list[Path]) -> dict[str, torch.Tensor]:
     """
     if not paths:
         raise DataError("no checkpoints to average")
-    total = load_checkpoint(paths[0])["model"]
+    total = load_checkpoint(paths[0], keys=("model",))["model"]
     dtypes = {name: t.dtype for name, t in total.items()}
     # A copy per name: tied weights (shared embeddings) load as one storage, which must not be summed twice.
     total = {name: t.to(torch.float32, copy=True) if t.is_floating_point() else t for name, t in total.items()}
     for path in paths[1:]:
-        state = load_checkpoint(path)["model"]
+        state = load_checkpoint(path, keys=("model",))["model"]
         if state.keys() != total.keys():
             raise DataError(f"{path}: parameters differ from those of {paths[0]}, cannot average")
         for name, tensor in state.items():

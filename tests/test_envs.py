@@ -99,6 +99,7 @@ def test_torchrun_processes_import_the_same_nmt(tmp_path):
     # As in a rule script of a conda env: nmt is on sys.path, not installed; the torchrun processes must find it too.
     python = make_rules_env(tmp_path)
     files = {name: str(tmp_path / f"missing.{name}") for name in TRAIN_FILES}
+    files |= {"train_src": [str(tmp_path / "missing.en")], "train_trg": [str(tmp_path / "missing.de")]}
     code = (
         f"import sys; sys.path.append({str(REPO)!r})\n"
         "from nmt.config import TrainConfig\n"

@@ -315,8 +315,9 @@ def train_with_meta(toy_corpus, toy_spm, model_dir, spm=None, model=TOY_MODEL, *
     """:func:`run_training` with the languages and normalization recorded, as the workflow trains."""
     spm = spm or toy_spm
     return train(
-        model, tiny_train_config(**overrides), toy_corpus["train.en"], toy_corpus["train.de"], toy_corpus["dev.en"],
-        toy_corpus["dev.de"], spm["en"], spm["de"], model_dir, meta=ModelMeta("en", "de", normalize_punctuation=True),
+        model, tiny_train_config(**overrides), ([toy_corpus["train.en"]], [toy_corpus["train.de"]]),
+        toy_corpus["dev.en"], toy_corpus["dev.de"], spm["en"], spm["de"], model_dir,
+        meta=ModelMeta("en", "de", normalize_punctuation=True),
     )  # fmt: skip
 
 
