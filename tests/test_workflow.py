@@ -253,7 +253,9 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert "±" in wide and "ensemble" in wide
     assert "\\toprule" in (workdir / "results/tables/table.tex").read_text()
     plots = sorted(p.name for p in (workdir / "results/plots").iterdir())
-    assert plots == sorted(["en-de.comparison.png", *(f"en-de.{m}.{s}.png" for m, s in systems)])
+    assert plots == sorted(
+        ["en-de.comparison.png", *(f"en-de.{m}.{s}.seed{n}.png" for m, s in systems for n in (1, 2))]
+    )
     assert all((workdir / "results/plots" / p).read_bytes().startswith(b"\x89PNG") for p in plots)
     report = (workdir / "results/en-de/data/clean/multi30k_train.report.tsv").read_text().splitlines()
     assert "kept\t400\t" in "\n".join(report) and report[0] == "filter\tpairs\tshare"
