@@ -4,6 +4,7 @@ import errno
 import logging
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -40,27 +41,65 @@ def atomic_texts(*paths: str | Path) -> Iterator[list[IO[str]]]:
     Every file is closed (flushed) before the first is moved into place, so a full disk while
     writing any of them leaves none behind.
     """
+    with atomic_paths(*paths) as tmps:
+        files: list[IO[str]] = []
+        try:
+            for tmp in tmps:
+                files.append(open(tmp, "w", encoding="utf-8", newline="\n"))
+            yield files
+            for f in files:
+                f.close()  # a full disk's last flush fails here, before anything is renamed
+        except BaseException:
+            for f in files:
+                with suppress(OSError):  # flushing the rest of a full disk's buffer fails again
+                    f.close()
+            raise
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temp path next to ``path`` to write a file or a folder at; move it to ``path`` on success.
+
+    The temp path sits in the same folder, so ``os.replace`` is a rename on one file system. On any
+    error it is removed (file or folder); a full disk or file size limit becomes an
+    :class:`OutputError` naming ``path``. A folder replaces an existing folder of that name.
+    """
+    with atomic_paths(path) as (tmp,):
+        yield tmp
+
+
+@contextmanager
+def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
+    """:func:`atomic_path` for outputs that belong together: all appear, or none (the first error wins)."""
     paths = [Path(p) for p in paths]
-    tmps = [p.with_name(f".{p.name}.{os.getpid()}.tmp") for p in paths]
-    files: list[IO[str]] = []
+    tmps = [temp_path(p) for p in paths]
     try:
-        for path, tmp in zip(paths, tmps, strict=True):
+        for path in paths:
             path.parent.mkdir(parents=True, exist_ok=True)
-            files.append(open(tmp, "w", encoding="utf-8", newline="\n"))
-        yield files
-        for f in files:
-            f.close()
+        yield tmps
         for tmp, path in zip(tmps, paths, strict=True):
+            if tmp.is_dir() and path.is_dir():
+                shutil.rmtree(path)
             os.replace(tmp, path)
     except BaseException as e:
-        for f in files:
-            with suppress(OSError):  # flushing the rest of a full disk's buffer fails again
-                f.close()
         for tmp in tmps:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
         if isinstance(e, OSError) and e.errno in NO_SPACE:
             raise OutputError(f"{', '.join(map(str, paths))}: {NO_SPACE[e.errno]}") from None
         raise
+
+
+def temp_path(path: Path) -> Path:
+    """The temp name ``.{name}.{pid}.tmp`` beside ``path`` that :func:`remove_stale_temp_files` knows."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _remove(path: Path) -> None:
+    """Remove a file or a folder if it exists."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def write_text(path: str | Path, text: str) -> None:
