@@ -12,6 +12,7 @@ from nmt.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_
 from nmt.config import CleanConfig
 from nmt.errors import DataError
 from nmt.filters import Normalizer
+from nmt.rawtext import open_text
 
 MULTI30K = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 needs_mirror = pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30k not found in the mirror at {MIRROR}")
@@ -478,3 +479,18 @@ def test_clean_monolingual_streams_without_holding_the_sentences(tmp_path: Path)
     assert report["kept"] == n and report["dropped"]["duplicate"] == 1
     assert read_lines(tmp_path / "o.de")[n - 1] == f"Satz Nummer {n - 1} ist da."
     assert peak < 12, f"cleaning {n:,} monolingual sentences peaked at {peak:.1f} MB of Python allocations"
+
+
+@needs_mirror
+def test_language_check_decides_as_py3langid_classify() -> None:
+    # LanguageCheck takes only the weight rows of a sentence's features: the same decisions as classify().
+    from nmt.filters import LanguageCheck
+
+    sentences = [line for lang in ("en", "de", "fr", "cs") for line in open_text(MULTI30K / f"val.{lang}.gz")][::20]
+    sentences += ["12 345", "OK", "Hello Welt", "x", "www.example.org"]
+    for lang in ("en", "de"):
+        for threshold in (0.5, 0.9, 0.999):
+            check = LanguageCheck(lang, threshold)
+            for line in sentences:
+                best, prob = check.identifier.classify(line)
+                assert check(line) == (best == lang or prob < threshold), (lang, threshold, line)
