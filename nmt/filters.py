@@ -93,7 +93,7 @@ class LanguageCheck:
     def __call__(self, line: str) -> bool:
         """Whether ``line`` may be in the expected language.
 
-        The same decision as ``identifier.classify(line)``, 5 times faster: a sentence has a few dozen
+        The same decision as ``identifier.classify(line)`` in half the time: a sentence has a few dozen
         of the model's 7,480 features, so the product with the feature weights (7,480 x 97) takes only
         their rows, and the probability (97 x 97 exponentials) is computed only when the most likely
         language is another one. Scores differ from the dense product only in float32 rounding.
