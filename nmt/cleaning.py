@@ -1,18 +1,19 @@
-"""Reading, normalizing and filtering of raw parallel corpora, and preparation of dev/test sets."""
+"""Normalizing and filtering of raw parallel and monolingual corpora, and preparation of dev/test sets.
 
-import codecs
-import gzip
+Both kinds of corpus run one filter chain: the sentence filters of :mod:`nmt.filters` (on both
+sides of a pair, then the pair filters), then the filters that need the whole corpus
+(:class:`CorpusFilter`: ``in_eval``, ``duplicate``), then the cap on the size. Raw files are read
+through :mod:`nmt.rawtext`.
+"""
+
 import hashlib
 import json
 import logging
-import lzma
 import random
 import tempfile
-import zlib
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from itertools import zip_longest
 from pathlib import Path
 from typing import IO
 
@@ -22,138 +23,17 @@ from threadpoolctl import threadpool_limits
 from nmt.atomic import atomic_text, atomic_texts
 from nmt.config import CleanConfig
 from nmt.errors import DataError
-from nmt.filters import ANSI_CODE, PAIR_FILTERS, Normalizer, PairFilter
+from nmt.filters import PAIR_FILTERS, SENTENCE_FILTERS, Normalizer, PairFilter, SentenceFilter
+from nmt.rawtext import check_encoding, guess_encoding, open_text, zip_aligned
 
 log = logging.getLogger(__name__)
 
-GZIP_MAGIC = b"\x1f\x8b"
-XZ_MAGIC = b"\xfd7zXZ\x00"
-BOM = b"\xef\xbb\xbf"
-UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-# Bytes of a non-gzip file named .gz/.xz that must be text before we read it as plain text.
-SNIFF_BYTES = 1 << 16
-FILTERS = (*PAIR_FILTERS, "in_eval", "duplicate", "max_pairs")
+# The filters that need the whole corpus, in the order they are tried (see CorpusFilter).
+CORPUS_FILTERS = ("in_eval", "duplicate")
+FILTERS = (*PAIR_FILTERS, *CORPUS_FILTERS, "max_pairs")
+MONO_FILTERS = (*SENTENCE_FILTERS, *CORPUS_FILTERS, "max_sentences")
 # Pairs per chunk handed to a worker process.
 CHUNK_PAIRS = 5000
-MONO_FILTERS = ("invalid_utf8", "empty", "ansi_code", "too_short", "too_long", "duplicate", "in_eval", "max_sentences")
-_MISSING = object()
-# Share of a file's lines that are not valid UTF-8 above which a warning names the file.
-WARN_INVALID_UTF8 = 0.01
-
-
-def open_text(path: str | Path) -> Iterator[str | None]:
-    """Yield the lines of a plain, gzip or xz text file, without line terminators.
-
-    Compression is detected from the magic bytes, not the file name. Lines are split on ``b"\\n"``
-    before decoding, so a line that is not valid UTF-8 yields None and the lines after it stay aligned
-    with the other side of the corpus. A UTF-8 BOM on the first line and a trailing ``\\r`` are removed.
-
-    :param path: the file
-    :return: an iterator over the lines; None for a line that is not valid UTF-8
-    :raises DataError: if the file is missing or unreadable, or a compressed stream is corrupt
-    """
-    path = Path(path)
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except OSError as e:
-        raise DataError(f"{path}: cannot open ({e.strerror or e})") from None
-    with f:
-        stream, kind = _open_stream(f, path)
-        with stream:
-            yield from _read_lines(stream, path, kind)
-
-
-def _read_lines(stream: IO[bytes], path: Path, kind: str) -> Iterator[str | None]:
-    """Split ``stream`` on ``b"\\n"``, strip BOM and CR, decode; map stream errors to :class:`DataError`."""
-    try:
-        for number, raw in enumerate(stream):
-            if number == 0 and raw.startswith(BOM):
-                raw = raw[len(BOM) :]
-            if number == 0 and (raw.startswith(UTF16_BOMS) or 4 * raw.count(b"\x00") > len(raw)):
-                raise DataError(f"{path}: looks like UTF-16 (byte order mark or NUL bytes), not UTF-8; convert it")
-            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError:
-                yield None
-    except EOFError:
-        raise DataError(f"{path}: truncated {kind} stream") from None
-    except (OSError, zlib.error, lzma.LZMAError) as e:
-        problem = "read error" if kind == "text" else f"corrupt {kind} stream"
-        raise DataError(f"{path}: {problem} ({e})") from None
-
-
-def _open_stream(f: IO[bytes], path: Path) -> tuple[IO[bytes], str]:
-    """Wrap the binary file ``f`` in a decompressor chosen by its magic bytes; return it and its kind."""
-    head = f.read(SNIFF_BYTES)
-    f.seek(0)
-    if head.startswith(GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=f, mode="rb"), "gzip"
-    if head.startswith(XZ_MAGIC):
-        return lzma.LZMAFile(f, mode="rb"), "xz"
-    suffix = path.suffix.lower()
-    if suffix in (".gz", ".xz") and not _looks_like_text(head):
-        kind = "gzip" if suffix == ".gz" else "xz"
-        raise DataError(f"{path}: not a {kind} file")
-    return f, "text"
-
-
-def _looks_like_text(head: bytes) -> bool:
-    """Whether ``head``, the first bytes of a file, is UTF-8 text without NUL bytes."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        # final=False: the sniffed prefix may end inside a multi-byte character.
-        decoder.decode(head, final=len(head) < SNIFF_BYTES)
-    except UnicodeDecodeError:
-        return False
-    return b"\x00" not in head
-
-
-def check_encoding(path: str | Path, source: str, invalid: int, lines: int, max_share: float) -> None:
-    """Warn (above 1%) or stop (above ``max_share``) when ``invalid`` of the ``lines`` of a file are not UTF-8.
-
-    :param path: the file as read (the downloaded copy)
-    :param source: the user's file as configured (URL or path), named first in the message
-    :param invalid: lines that are not valid UTF-8
-    :param lines: all lines of the file
-    :param max_share: ``cleaning.max_invalid_utf8``
-    :raises DataError: if the share of invalid lines is above ``max_share``
-    """
-    share = invalid / max(lines, 1)
-    if invalid == 0 or share <= min(WARN_INVALID_UTF8, max_share):
-        return
-    where = source if str(source) == str(path) else f"{source} (read from {path})"
-    message = f"{where}: {invalid:,} of {lines:,} lines ({share:.1%}) are not valid UTF-8{guess_encoding(path)}"
-    if share > max_share:
-        advice = "convert it to UTF-8 (e.g. iconv -f cp1252 -t utf-8) or raise cleaning.max_invalid_utf8"
-        raise DataError(f"{message}; {advice}")
-    log.warning("%s; they are dropped", message)
-
-
-def guess_encoding(path: str | Path, sample: int = 200) -> str:
-    """A hint at the encoding of a file whose lines are not UTF-8, from the first ``sample`` such lines.
-
-    :return: ``"; it looks like Latin-1/cp1252"`` if every such line decodes as cp1252, else ``""``
-    """
-    bad = []
-    with open(path, "rb") as f:
-        stream, _ = _open_stream(f, Path(path))
-        with stream:
-            for raw in stream:
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    bad.append(raw)
-                    if len(bad) == sample:
-                        break
-    try:
-        for raw in bad:
-            raw.decode("cp1252")
-    except UnicodeDecodeError:
-        return ""
-    return "; it looks like Latin-1/cp1252"
 
 
 def clean_corpus(
@@ -172,10 +52,11 @@ def clean_corpus(
     """Normalize and filter a parallel training corpus, streaming both sides in lockstep.
 
     Each pair is dropped by the first filter that matches, in the order of :data:`FILTERS`: the
-    per-pair filters of :class:`nmt.filters.PairFilter` (``invalid_utf8``, ``empty``, ``ansi_code``, ``too_short``,
-    ``too_long``, ``long_token``, ``ratio``, ``copy``, ``alpha``, ``langid``), then ``in_eval``
-    (with ``config.decontaminate``: the source or target sentence is a line of an ``exclude`` file,
-    compared after normalization), ``duplicate`` (the same pair seen before, if ``config.dedup``) and
+    filters of :class:`nmt.filters.PairFilter` (the sentence filters ``invalid_utf8``, ``empty``,
+    ``ansi_code``, ``too_short``, ``too_long`` on either side, then ``long_token``, ``ratio``, ``copy``,
+    ``alpha``, ``langid``), then those of :class:`CorpusFilter`: ``in_eval`` (with
+    ``config.decontaminate``: the source or target sentence is a line of an ``exclude`` file, compared
+    after normalization) and ``duplicate`` (the same pair seen before, if ``config.dedup``); last
     ``max_pairs`` (pairs after the first ``max_pairs`` kept). With ``config.shuffle`` the kept pairs
     are shuffled with ``config.seed``.
 
@@ -202,17 +83,15 @@ def clean_corpus(
     invalid = [0, 0]  # lines that are not UTF-8, per side
     dropped = dict.fromkeys(FILTERS, 0)
     held_out = _eval_digests(exclude, (src_lang, trg_lang), config) if config.decontaminate else set()
-    seen = DigestSet()
+    corpus_filter = CorpusFilter(held_out, config.dedup)
     lines_in = kept = 0
     with atomic_texts(src_out, trg_out) as (src_f, trg_f):
         chunks = _filter_chunks(src_in, trg_in, config, src_lang, trg_lang, threads, invalid)
         for reasons, src_lines, trg_lines in chunks:
             for reason, src, trg in zip(reasons, src_lines, trg_lines, strict=True):
                 lines_in += 1
-                if reason is None and held_out and (_digest(src) in held_out or _digest(trg) in held_out):
-                    reason = "in_eval"
-                if reason is None and config.dedup and not seen.add(f"{src}\n{trg}"):
-                    reason = "duplicate"
+                if reason is None:
+                    reason = corpus_filter(src, trg)
                 if reason is None and config.max_pairs is not None and kept >= config.max_pairs:
                     reason = "max_pairs"
                 if reason is not None:
@@ -249,7 +128,7 @@ def _filter_chunks(
 
     ``invalid`` counts the lines of each side that are not valid UTF-8.
     """
-    chunks = _chunked(_count_invalid(_zip_aligned(src_in, trg_in), invalid), CHUNK_PAIRS)
+    chunks = _chunked(_count_invalid(zip_aligned(src_in, trg_in), invalid), CHUNK_PAIRS)
     if threads <= 1:
         pair_filter = PairFilter(config, src_lang, trg_lang)
         with threadpool_limits(limits=1):  # language identification's small products run faster on one BLAS thread
@@ -316,6 +195,27 @@ def _eval_digests(paths: list[str | Path], langs: tuple[str, str], config: Clean
         norm = Normalizer(lang if lang in langs else langs[0], config.normalize_punctuation)
         digests.update(_digest(norm(line)) for line in open_text(path) if line)
     return digests
+
+
+class CorpusFilter:
+    """The filters that need the whole corpus: ``in_eval`` (a side, normalized, is a line of a dev/test
+    file) and ``duplicate`` (the same sentence or pair seen before), tried in this order."""
+
+    def __init__(self, held_out: set[bytes], dedup: bool) -> None:
+        """
+        :param held_out: :func:`_digest` of the normalized dev/test lines; empty for no decontamination
+        :param dedup: whether to drop duplicates
+        """
+        self.held_out = held_out
+        self.seen = DigestSet() if dedup else None
+
+    def __call__(self, *sides: str) -> str | None:
+        """The filter that drops the normalized sentence (one side) or pair (two sides), or None."""
+        if self.held_out and any(_digest(side) in self.held_out for side in sides):
+            return "in_eval"
+        if self.seen is not None and not self.seen.add("\n".join(sides)):
+            return "duplicate"
+        return None
 
 
 class DigestSet:
@@ -412,11 +312,12 @@ def clean_monolingual(
 ) -> dict:
     """Normalize and filter monolingual corpora into one file, e.g. target-language text to back-translate.
 
-    Sentences are normalized like parallel data and dropped by the first matching filter:
-    ``invalid_utf8``, ``empty``, ``ansi_code``, ``too_short``, ``too_long`` (``config`` token limits), ``duplicate``
-    (if ``config.dedup``), ``in_eval`` (the sentence, once normalized, is a line of an ``exclude``
-    file: dev and test references must not leak into training), ``max_sentences`` (a uniform random
-    sample of that size is kept, reservoir-style, in the original order; reproducible by ``seed``).
+    Sentences are normalized like parallel data and dropped by the first matching filter of the same
+    chain: the sentence filters of :class:`nmt.filters.SentenceFilter` (``invalid_utf8``, ``empty``,
+    ``ansi_code``, ``too_short``, ``too_long``: ``config`` token limits), ``in_eval`` (the sentence, once
+    normalized, is a line of an ``exclude`` file: dev and test references must not leak into
+    training), ``duplicate`` (if ``config.dedup``), ``max_sentences`` (a uniform random sample of that
+    size is kept, reservoir-style, in the original order; reproducible by ``seed``).
 
     :param inputs: raw files (plain, gzip or xz), read one after the other
     :param output: cleaned sentences, written atomically
@@ -431,13 +332,12 @@ def clean_monolingual(
     :raises DataError: if the inputs are empty, more than ``config.max_invalid_utf8`` of a file's lines
         are not UTF-8, or every sentence is dropped
     """
-    norm = Normalizer(lang, config.normalize_punctuation)
     held_out = _eval_digests(exclude, (lang, lang), config)
     dropped = dict.fromkeys(MONO_FILTERS, 0)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     # The sentences that pass go to a temp file, so that memory holds only the sampled positions.
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=Path(output).parent) as passed_f:
-        lines_in, passed = _filter_monolingual(inputs, sources, passed_f, norm, held_out, config, dropped)
+        lines_in, passed = _filter_monolingual(inputs, sources, passed_f, lang, held_out, config, dropped)
         if lines_in == 0:
             raise DataError(f"{inputs[0]}: corpus is empty")
         if passed == 0:
@@ -460,28 +360,23 @@ def _filter_monolingual(
     inputs: list[str | Path],
     sources: list[str] | None,
     out: IO[str],
-    norm: Normalizer,
+    lang: str,
     held_out: set[bytes],
     config: CleanConfig,
     dropped: dict,
 ) -> tuple[int, int]:
     """Write the normalized sentences of ``inputs`` that pass the filters to ``out``, counting drops in
     ``dropped``; return the lines read and the sentences passed."""
-    seen = DigestSet()
+    sentence_filter, corpus_filter = SentenceFilter(config, lang), CorpusFilter(held_out, config.dedup)
     lines_in = passed = 0
     for path, source in zip(inputs, sources or map(str, inputs), strict=True):
         file_lines = file_invalid = 0
-        for line in open_text(path):
+        for raw in open_text(path):
             file_lines += 1
-            if line is None:
-                file_invalid += 1
-                continue
-            line = norm(line)
-            reason = _sentence_reason(line, config)
-            if reason is None and config.dedup and not seen.add(line):
-                reason = "duplicate"
-            if reason is None and _digest(line) in held_out:
-                reason = "in_eval"
+            file_invalid += raw is None
+            reason, line = sentence_filter(raw)
+            if reason is None:
+                reason = corpus_filter(line)
             if reason is not None:
                 dropped[reason] += 1
                 continue
@@ -489,7 +384,6 @@ def _filter_monolingual(
             passed += 1
         check_encoding(path, source, file_invalid, file_lines, config.max_invalid_utf8)
         lines_in += file_lines
-        dropped["invalid_utf8"] += file_invalid
     return lines_in, passed
 
 
@@ -526,18 +420,6 @@ def _reservoir_positions(passed: int, max_sentences: int | None, seed: int) -> _
     return _Positions(sample, max_sentences)
 
 
-def _sentence_reason(line: str, config: CleanConfig) -> str | None:
-    """The first filter of ``empty``, ``ansi_code``, ``too_short``, ``too_long`` that drops a normalized line."""
-    n = len(line.split())
-    return (
-        "empty" if not line
-        else "ansi_code" if ANSI_CODE.search(line)
-        else "too_short" if n < config.min_length
-        else "too_long" if n > config.max_length
-        else None
-    )  # fmt: skip
-
-
 def _digest(text: str) -> bytes:
     """A 16-byte key per sentence keeps the memory of dedup small on large corpora."""
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
@@ -568,7 +450,7 @@ def prepare_eval_set(
     src_norm = Normalizer(src_lang, punctuation)
     count = 0
     with atomic_texts(src_out, ref_out) as (src_f, ref_f):
-        for count, (src, ref) in enumerate(_zip_aligned(src_in, ref_in), start=1):
+        for count, (src, ref) in enumerate(zip_aligned(src_in, ref_in), start=1):
             for path, line in ((src_in, src), (ref_in, ref)):
                 if line is None:
                     raise DataError(f"{path}: line {count} is not valid UTF-8{guess_encoding(path)}")
@@ -578,13 +460,3 @@ def prepare_eval_set(
             raise DataError(f"{src_in}: corpus is empty")
     log.info("%s: prepared %d lines", src_in, count)
     return count
-
-
-def _zip_aligned(src_in: str | Path, trg_in: str | Path) -> Iterator[tuple[str | None, str | None]]:
-    """Yield line pairs of two files, raising :class:`DataError` with both line counts if they differ."""
-    for src, trg in zip_longest(open_text(src_in), open_text(trg_in), fillvalue=_MISSING):
-        if src is _MISSING or trg is _MISSING:
-            src_count = sum(1 for _ in open_text(src_in))
-            trg_count = sum(1 for _ in open_text(trg_in))
-            raise DataError(f"{src_in} has {src_count} lines but {trg_in} has {trg_count}")
-        yield src, trg

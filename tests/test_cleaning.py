@@ -1,18 +1,18 @@
-"""Tests of nmt.cleaning: reading raw files, normalization, filters and eval-set preparation."""
+"""Tests of nmt.cleaning and nmt.filters: normalization, filters, reports and eval-set preparation."""
 
 import gzip
 import json
-import lzma
 import tracemalloc
 from pathlib import Path
 
 import pytest
 from conftest import MIRROR, assert_one_line
 
-from nmt.cleaning import FILTERS, clean_corpus, clean_monolingual, open_text, prepare_eval_set
+from nmt.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_set
 from nmt.config import CleanConfig
 from nmt.errors import DataError
 from nmt.filters import Normalizer
+from nmt.rawtext import open_text
 
 MULTI30K = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 needs_mirror = pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30k not found in the mirror at {MIRROR}")
@@ -229,89 +229,6 @@ def test_fully_filtered_corpus(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "train.de").exists()
 
 
-def test_missing_input(tmp_path: Path) -> None:
-    write_lines(tmp_path / "raw.en", ["x"])
-    with pytest.raises(DataError) as excinfo:
-        list(open_text(tmp_path / "raw.de"))
-    assert_one_line(excinfo, tmp_path / "raw.de", "no such file")
-
-
-TEXT = "Zwei Männer\nstehen am Herd.\n"
-LONG_TEXT = "".join(f"Satz Nummer {i} über einen Hund.\n" for i in range(5000)).encode()
-
-
-@pytest.mark.parametrize(
-    ("name", "data"),
-    [
-        ("train.de", gzip.compress(TEXT.encode())),  # gzip without .gz in the name
-        ("train.txt.gz", gzip.compress(TEXT.encode())),
-        ("train.de.gz", gzip.compress(TEXT.encode()[:5]) + gzip.compress(TEXT.encode()[5:])),  # two members
-        ("train.de", lzma.compress(TEXT.encode())),  # xz by magic
-        ("train.de.gz", TEXT.encode()),  # named .gz but plain text
-        ("train.de", TEXT.replace("\n", "\r\n").encode()),  # CRLF
-        ("train.de", b"\xef\xbb\xbf" + TEXT.encode()),  # BOM
-        ("train.de.gz", gzip.compress(b"\xef\xbb\xbf" + TEXT.replace("\n", "\r\n").encode())),
-        ("train.de", TEXT.encode().rstrip(b"\n")),  # no final newline
-    ],
-    ids=[
-        "gzip_magic",
-        "gzip_ext",
-        "gzip_members",
-        "xz_magic",
-        "text_named_gz",
-        "crlf",
-        "bom",
-        "gzip_bom_crlf",
-        "no_eol",
-    ],
-)
-def test_open_text_formats(tmp_path: Path, name: str, data: bytes) -> None:
-    (tmp_path / name).write_bytes(data)
-    assert list(open_text(tmp_path / name)) == ["Zwei Männer", "stehen am Herd."]
-
-
-def test_open_text_keeps_blank_lines_and_inner_separators(tmp_path: Path) -> None:
-    # \r and U+2028 inside a line must not split it, or the two sides would fall out of step.
-    (tmp_path / "x").write_bytes("a\rb\n\nc\u2028d\n".encode())
-    assert list(open_text(tmp_path / "x")) == ["a\rb", "", "c\u2028d"]
-
-
-def test_open_text_invalid_utf8_is_none(tmp_path: Path) -> None:
-    (tmp_path / "x.gz").write_bytes(gzip.compress(b"ok\nbad \xff\nstill ok\n"))
-    assert list(open_text(tmp_path / "x.gz")) == ["ok", None, "still ok"]
-
-
-@pytest.mark.parametrize(
-    ("name", "data", "problem"),
-    [
-        ("train.de.gz", b"PK\x03\x04\x00\x00binary zip, not gzip", "not a gzip file"),
-        ("train.de.xz", b"\x00\x01\x02\x03", "not a xz file"),
-        (
-            "train.de.gz",
-            gzip.compress(LONG_TEXT)[: len(gzip.compress(LONG_TEXT)) // 2],
-            "truncated gzip stream",
-        ),
-        ("train.de", gzip.compress(TEXT.encode())[:-8], "truncated gzip stream"),
-        ("train.de", lzma.compress(TEXT.encode())[:-20], "xz stream"),
-    ],
-    ids=["zip_named_gz", "binary_named_xz", "gzip_cut_in_half", "gzip_without_trailer", "xz_cut"],
-)
-def test_open_text_bad_files(tmp_path: Path, name: str, data: bytes, problem: str) -> None:
-    (tmp_path / name).write_bytes(data)
-    with pytest.raises(DataError) as excinfo:
-        list(open_text(tmp_path / name))
-    assert_one_line(excinfo, f"{tmp_path / name}: ", problem)
-
-
-def test_corrupt_gzip(tmp_path: Path) -> None:
-    data = bytearray(gzip.compress(("Ein Hund läuft. " * 200).encode()))
-    data[-8] ^= 0xFF  # break the CRC
-    (tmp_path / "x.gz").write_bytes(bytes(data))
-    with pytest.raises(DataError) as excinfo:
-        list(open_text(tmp_path / "x.gz"))
-    assert_one_line(excinfo, tmp_path / "x.gz", "corrupt gzip stream")
-
-
 def test_clean_reads_gzip(tmp_path: Path) -> None:
     (tmp_path / "raw.de.gz").write_bytes(gzip.compress("\u201eJa\u201c , sagte er .\n".encode()))
     (tmp_path / "raw.en.gz").write_bytes(gzip.compress(b'" Yes , " he said .\n'))
@@ -405,6 +322,30 @@ def test_clean_monolingual_filters_and_excludes_eval_sentences(tmp_path: Path) -
     expected = {"invalid_utf8": 1, "empty": 1, "duplicate": 1, "in_eval": 1, "too_long": 1}
     assert {k: v for k, v in report["dropped"].items() if v} == expected
     assert json.loads((tmp_path / "r.json").read_text()) == report
+
+
+def test_monolingual_and_parallel_cleaning_run_one_filter_chain(tmp_path: Path) -> None:
+    # Each sentence filter, then in_eval before duplicate: a dev sentence that occurs twice is in_eval twice.
+    lines = ["", "Ein [1;32mgrüner Satz", "ein", "x " * 300, "Ein Hund rennt.", "Ein  Hund rennt.", b"\xff"]
+    lines += ["Eine Katze schläft.", "Eine Katze schläft."]
+    dev = write_lines(tmp_path / "dev.de", ["Ein Hund rennt."])
+    config = {"min_length": 2, "max_invalid_utf8": 0.5}
+    mono = clean_monolingual(
+        [write_lines(tmp_path / "mono.de", lines)],
+        tmp_path / "o.de",
+        tmp_path / "r.json",
+        CleanConfig(**config),
+        "de",
+        [dev],
+    )
+    trg = ["a sentence"] * 7 + ["a cat sleeps"] * 2
+    pairs = run_clean(tmp_path, lines, trg, exclude=[dev], **config)
+    expected = {"empty": 1, "ansi_code": 1, "too_short": 1, "too_long": 1, "in_eval": 2, "invalid_utf8": 1}
+    expected["duplicate"] = 1
+    assert {k: v for k, v in mono["dropped"].items() if v} == expected
+    assert {k: v for k, v in pairs["dropped"].items() if v} == expected
+    assert mono["kept"] == pairs["kept"] == 1
+    assert read_lines(tmp_path / "o.de") == read_lines(tmp_path / "out" / "train.de") == ["Eine Katze schläft."]
 
 
 def test_clean_monolingual_sample_is_seeded_and_keeps_order(tmp_path: Path) -> None:
@@ -538,3 +479,18 @@ def test_clean_monolingual_streams_without_holding_the_sentences(tmp_path: Path)
     assert report["kept"] == n and report["dropped"]["duplicate"] == 1
     assert read_lines(tmp_path / "o.de")[n - 1] == f"Satz Nummer {n - 1} ist da."
     assert peak < 12, f"cleaning {n:,} monolingual sentences peaked at {peak:.1f} MB of Python allocations"
+
+
+@needs_mirror
+def test_language_check_decides_as_py3langid_classify() -> None:
+    # LanguageCheck takes only the weight rows of a sentence's features: the same decisions as classify().
+    from nmt.filters import LanguageCheck
+
+    sentences = [line for lang in ("en", "de", "fr", "cs") for line in open_text(MULTI30K / f"val.{lang}.gz")][::20]
+    sentences += ["12 345", "OK", "Hello Welt", "x", "www.example.org"]
+    for lang in ("en", "de"):
+        for threshold in (0.5, 0.9, 0.999):
+            check = LanguageCheck(lang, threshold)
+            for line in sentences:
+                best, prob = check.identifier.classify(line)
+                assert check(line) == (best == lang or prob < threshold), (lang, threshold, line)
