@@ -48,13 +48,15 @@ def test_save_replaces_the_old_checkpoint(tmp_path):
 
 
 def test_failed_save_keeps_the_old_checkpoint(tmp_path):
-    """A save that fails half-way (here: a lock, which cannot be pickled) leaves the previous checkpoint whole."""
+    """A save that fails half-way (here: a lock, which cannot be pickled) leaves the previous checkpoint whole
+    and no temp file behind."""
     path = tmp_path / "last.pt"
     save_checkpoint(path, {"spec": {"step": 1}, "model": {"w": torch.ones(2)}})
     with pytest.raises(TypeError, match="cannot pickle"):
         save_checkpoint(path, {"spec": {"step": 2}, "model": {"w": torch.zeros(2)}, "lock": threading.Lock()})
     ckpt = load_checkpoint(path)
     assert ckpt["spec"] == {"step": 1} and ckpt["model"]["w"].tolist() == [1.0, 1.0]
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]  # nor the half-written temp file
 
 
 class NotATensor:
