@@ -21,8 +21,8 @@ from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, token_batches
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.model import build_model
+from nmt.optimizer import lr_at_step
 from nmt.subword import load_subword, train_subword
-from nmt.training import lr_at_step
 from nmt.translation import autocast, translate_lines
 
 URL_PATH = "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"

@@ -1,12 +1,15 @@
 """Atomic checkpoint files that load with ``torch.load(weights_only=True)``; kept snapshots and their average."""
 
-import os
+import logging
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from nmt.atomic import atomic_path
 from nmt.errors import DataError
+
+log = logging.getLogger(__name__)
 
 # What a model file (model.pt, best.pt) holds, and what a training checkpoint (last.pt) holds besides.
 MODEL_KEYS = ("spec", "model")
@@ -16,14 +19,10 @@ TRAINING_KEYS = (*MODEL_KEYS, "optimizer", "progress", "history", "rng")
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """Write ``payload`` (tensors, numbers, strings, lists, dicts only) to ``path`` atomically.
 
-    The temporary file sits beside the target so that ``os.replace`` is a rename on one file
-    system: a crash leaves either the old or the new checkpoint, never half of one.
+    A crash leaves either the old or the new checkpoint, never half of one (:func:`nmt.atomic.atomic_path`).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
 
 
 def load_checkpoint(
@@ -86,6 +85,18 @@ def save_snapshot(ckpt_dir: str | Path, step: int, payload: dict[str, Any], keep
     kept = [s for s in others if s not in stale]
     for s in stale + kept[: max(len(kept) - (keep - 1), 0)]:
         snapshot_path(ckpt_dir, s).unlink(missing_ok=True)
+
+
+def average_snapshots(ckpt_dir: str | Path, step: int, n: int) -> tuple[list[int], dict[str, torch.Tensor]]:
+    """The mean of the weights of the last ``n`` snapshots in ``ckpt_dir`` up to update ``step``.
+
+    :return: the snapshots' steps (fewer than ``n`` if fewer were kept, with a warning) and the averaged state dict
+    """
+    snapshots = {s: path for s, path in list_snapshots(ckpt_dir).items() if s <= step}
+    steps = list(snapshots)[-n:]
+    if len(steps) < n:
+        log.warning("average_last %d: only %d checkpoints were kept (steps %s); averaging those", n, len(steps), steps)
+    return steps, average_state_dicts([snapshots[s] for s in steps])
 
 
 def average_state_dicts(paths: list[Path]) -> dict[str, torch.Tensor]:

@@ -3,7 +3,7 @@
 Legend: B batch, K beam size, V vocabulary, S source length.
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -149,10 +149,7 @@ def beam_search_nbest(
     :param nbest: finished hypotheses kept per sentence, at most ``beam_size``
     :return: for each sentence up to ``nbest`` hypotheses, best first (fewer only if fewer finished)
     """
-    if stop not in STOP_RULES:
-        raise ValueError(f"stop: {stop!r} is not one of {', '.join(map(repr, STOP_RULES))}")
-    if not 1 <= nbest <= beam_size:
-        raise ValueError(f"nbest: must be between 1 and the beam size {beam_size}, got {nbest}")
+    _check_beam_options(beam_size, stop, nbest)
     B, K = src.size(0), beam_size
     device = src.device
     limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
@@ -169,15 +166,9 @@ def beam_search_nbest(
     active = list(range(B))  # original sentence index of each active block of K rows
     t = 0
     while active:
-        logits, state = model.step(tokens[:, -1], state)
-        lprobs = F.log_softmax(logits.float(), dim=-1)  # (n*K, V)
-        V = lprobs.size(-1)
         at_limit = (limit <= t + 1).repeat_interleave(K)  # (n*K,)
-        if bool(at_limit.any()):
-            eos_only = torch.full_like(lprobs[0], float("-inf"))
-            eos_only[EOS] = 0.0
-            lprobs = torch.where(at_limit[:, None], eos_only, lprobs)
-        n = len(active)
+        lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit)  # (n*K, V)
+        n, V = len(active), lprobs.size(-1)
         cand = (scores[:, None] + lprobs).view(n, K * V)
         top_scores, top_idx = cand.topk(2 * K, dim=1)  # (n, 2K)
         beam, tok = top_idx // V, top_idx % V
@@ -203,6 +194,30 @@ def beam_search_nbest(
             state = reorder_state(state, keep)
             active = [active[i] for i in still.tolist()]
     return finished
+
+
+def _check_beam_options(beam_size: int, stop: str, nbest: int) -> None:
+    """:raises ValueError: on an unknown stopping rule or ``nbest`` outside 1 to ``beam_size``"""
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop: {stop!r} is not one of {', '.join(map(repr, STOP_RULES))}")
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest: must be between 1 and the beam size {beam_size}, got {nbest}")
+
+
+def _next_lprobs(
+    model: DecodingModel, prev: torch.Tensor, state: Any, at_limit: torch.Tensor
+) -> tuple[torch.Tensor, Any]:
+    """Log-probabilities (n*K, V) of the token after ``prev`` (n*K,), float32; only EOS for rows ``at_limit`` (n*K,).
+
+    :return: the log-probabilities and the decoder state after ``prev``
+    """
+    logits, state = model.step(prev, state)
+    lprobs = F.log_softmax(logits.float(), dim=-1)  # (n*K, V)
+    if bool(at_limit.any()):  # forced end at the length limit
+        eos_only = torch.full_like(lprobs[0], float("-inf"))
+        eos_only[EOS] = 0.0
+        lprobs = torch.where(at_limit[:, None], eos_only, lprobs)
+    return lprobs, state
 
 
 def _keep_finished(
