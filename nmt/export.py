@@ -23,9 +23,9 @@ import numpy as np
 from nmt.checkpoint import load_checkpoint
 from nmt.data import BOS, EOS, UNK
 from nmt.errors import ConfigError, DataError
+from nmt.model_dir import META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM
 from nmt.subword import load_subword
 from nmt.transformer import sinusoid_table
-from nmt.translation import META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM
 
 FORMATS = ("ctranslate2",)
 # ctranslate2's weight types (its --quantization choices).
