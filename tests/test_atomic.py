@@ -145,3 +145,18 @@ def test_stale_temp_files_are_removed(tmp_path):
         os.utime(path, (old, old))
     assert remove_stale_temp_files(tmp_path / "results") == [stale]
     assert [p.exists() for p in (stale, live, fresh, other)] == [False, True, True, True]
+
+
+def test_stale_temp_folders_are_removed_whole(tmp_path):
+    """A temp folder of a dead writer (a split, an export) goes with its contents once nothing in it changed."""
+    dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                                  text=True).stdout)  # fmt: skip
+    stale, busy = tmp_path / f".bt_parts.{dead_pid}.tmp", tmp_path / f".export.{dead_pid}.tmp"
+    for folder in (stale, busy):
+        (folder / "sub").mkdir(parents=True)
+        (folder / "sub" / "0000.src").write_text("half")
+    old = time.time() - 3600
+    for path in (stale, stale / "sub", stale / "sub" / "0000.src", busy, busy / "sub"):
+        os.utime(path, (old, old))  # busy/sub/0000.src is fresh: a writer on another node still writes
+    assert remove_stale_temp_files(tmp_path) == [stale]
+    assert not stale.exists() and (busy / "sub" / "0000.src").exists()
