@@ -23,8 +23,8 @@ import torch.nn.functional as F
 from nmt.data import BOS, EOS, pad, read_lines
 from nmt.metrics import score_metric
 from nmt.model import build_model
+from nmt.model_dir import get_device, load_model
 from nmt.search import beam_search, greedy_search, length_penalty
-from nmt.translation import get_device, load_model
 
 BEAMS, ALPHAS = (1, 5, 10), (0.0, 0.6, 1.0)
 

@@ -21,9 +21,10 @@ from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
 from nmt.data import ParallelData, make_batch, token_batches
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.model import build_model
+from nmt.model_dir import autocast
 from nmt.optimizer import lr_at_step
 from nmt.subword import load_subword, train_subword
-from nmt.translation import autocast, translate_lines
+from nmt.translation import translate_lines
 
 URL_PATH = "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 

@@ -20,7 +20,8 @@ from nmt.errors import ConfigError, DataError
 def translate(args: argparse.Namespace) -> None:
     from nmt.atomic import atomic_text
     from nmt.ensemble import load_ensemble
-    from nmt.translation import check_source, get_device, normalize_input, read_source, translate_windows
+    from nmt.model_dir import get_device, normalize_input
+    from nmt.translation import check_source, read_source, translate_windows
 
     config = from_dict(
         DecodeConfig,

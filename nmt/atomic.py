@@ -1,4 +1,4 @@
-"""Atomic text output: readers (and a resumed run) never see half a file."""
+"""Atomic output: readers (and a resumed run) never see half a file or half a folder."""
 
 import errno
 import logging
@@ -15,7 +15,7 @@ from nmt.errors import OutputError
 
 log = logging.getLogger(__name__)
 
-# ".{name}.{pid}.tmp": the temp file of a writer with that process id (atomic_text, downloads, imports).
+# ".{name}.{pid}.tmp": the temp file or folder of a writer with that process id (see temp_path).
 TEMP_NAME = re.compile(r"^\..+\.(\d+)\.tmp$")
 # What a failed write says: the file system is full, or the file hit a size limit (ulimit -f, quota).
 NO_SPACE = {errno.ENOSPC: "no space left on device", errno.EFBIG: "file too large (file size limit)"}
@@ -109,32 +109,40 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def remove_stale_temp_files(root: str | Path, min_age: float = 600.0) -> list[Path]:
-    """Remove the temp files ``.{name}.{pid}.tmp`` under ``root`` that a killed writer left behind.
+    """Remove the temp files and folders ``.{name}.{pid}.tmp`` under ``root`` that a killed writer left behind.
 
-    A file is stale when no process with its pid runs on this machine and it has not changed for
-    ``min_age`` seconds (a writer on another node of a cluster has a pid that means nothing here,
-    but it keeps its file fresh).
+    One is stale when no process with its pid runs on this machine and it has not changed for
+    ``min_age`` seconds, a folder with everything in it (a writer on another node of a cluster has a pid
+    that means nothing here, but it keeps its output fresh).
 
     :param root: the folder to search (``results``); nothing happens if it does not exist
-    :param min_age: seconds since the last change before a file of a dead pid is removed
-    :return: the removed files
+    :param min_age: seconds since the last change before a temp output of a dead pid is removed
+    :return: the removed files and folders
     """
     removed = []
-    for folder, _, files in os.walk(root):
-        for name in files:
-            match = TEMP_NAME.match(name)
+    for folder, dirs, files in os.walk(root):
+        temps = [name for name in [*dirs, *files] if TEMP_NAME.match(name)]
+        dirs[:] = [name for name in dirs if name not in temps]  # a temp folder goes whole or stays whole
+        for name in temps:
             path = Path(folder, name)
-            if match is None or _is_running(int(match.group(1))):
+            if _is_running(int(TEMP_NAME.match(name).group(1))):
                 continue
             try:
-                if os.path.getmtime(path) <= time.time() - min_age:
-                    path.unlink()
+                if _last_change(path) <= time.time() - min_age:
+                    _remove(path)
                     removed.append(path)
             except FileNotFoundError:  # its writer finished or removed it meanwhile
                 continue
     if removed:
-        log.info("removed %d stale temporary files under %s", len(removed), root)
+        log.info("removed %d stale temporary outputs under %s", len(removed), root)
     return removed
+
+
+def _last_change(path: Path) -> float:
+    """The newest modification time of ``path`` and, for a folder, of everything in it."""
+    if not path.is_dir() or path.is_symlink():
+        return os.path.getmtime(path)
+    return max(os.path.getmtime(Path(folder, name)) for folder, _, files in os.walk(path) for name in [".", *files])
 
 
 def _is_running(pid: int) -> bool:

@@ -8,7 +8,6 @@ particular to back-translation.
 
 import json
 import logging
-import os
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from contextlib import ExitStack
 from itertools import zip_longest
 from pathlib import Path
 
-from nmt.atomic import atomic_text
+from nmt.atomic import atomic_path, atomic_text, atomic_texts
 from nmt.config import SyntheticConfig
 from nmt.errors import DataError
 from nmt.progress import Progress
@@ -30,33 +29,25 @@ SYNTHETIC_FILTERS = ("empty", "copy", "repeated_ngram", "ratio", "synthetic_rati
 def split_corpus(path: str | Path, out_dir: str | Path, chunk_lines: int, suffix: str) -> int:
     """Cut a text file into parts of ``chunk_lines`` lines, ``out_dir/0000.{suffix}``, ``0001.{suffix}``, ...
 
-    The directory is written under a temporary name and renamed when complete, so an interrupted
-    split leaves no partial set of parts.
+    The directory is written under a temporary name and renamed when complete (replacing an older
+    one), so an interrupted split leaves no partial set of parts.
 
     :return: the number of parts
     :raises DataError: if the file is empty or ``chunk_lines`` < 1
     """
     if chunk_lines < 1:
         raise DataError(f"{path}: chunk_lines must be >= 1, got {chunk_lines}")
-    out_dir = Path(out_dir)
-    tmp = out_dir.with_name(f".{out_dir.name}.tmp")
-    if tmp.exists():
-        for old in tmp.iterdir():
-            old.unlink()
-    tmp.mkdir(parents=True, exist_ok=True)
-    parts, f = 0, None
-    with open(path, encoding="utf-8") as lines:
+    parts = 0
+    with atomic_path(out_dir) as tmp, open(path, encoding="utf-8") as lines, ExitStack() as part:
+        tmp.mkdir()
         for i, line in enumerate(lines):
             if i % chunk_lines == 0:
-                if f is not None:
-                    f.close()
-                f = open(tmp / f"{parts:04d}.{suffix}", "w", encoding="utf-8")
+                part.close()
+                f = part.enter_context(open(tmp / f"{parts:04d}.{suffix}", "w", encoding="utf-8"))
                 parts += 1
             f.write(line)
-    if f is None:
-        raise DataError(f"{path}: nothing to split, the file is empty")
-    f.close()
-    os.replace(tmp, out_dir)
+        if parts == 0:
+            raise DataError(f"{path}: nothing to split, the file is empty")
     log.info("split %s into %d parts of at most %d lines", path, parts, chunk_lines)
     return parts
 
@@ -117,8 +108,7 @@ def build_synthetic_corpus(
     """
     dropped = dict.fromkeys(SYNTHETIC_FILTERS, 0)
     with ExitStack() as stack:
-        src_f = stack.enter_context(atomic_text(src_out))
-        trg_f = stack.enter_context(atomic_text(trg_out))
+        src_f, trg_f = stack.enter_context(atomic_texts(src_out, trg_out))
         real_pairs = 0
         for _ in range(config.upsample_real):
             real_pairs = 0

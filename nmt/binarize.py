@@ -15,7 +15,6 @@ epoch's order (a few bytes per pair), and a resumed run starts without encoding 
 
 import json
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nmt.atomic import write_text
+from nmt.atomic import atomic_paths, write_text
 from nmt.data import EOS, EncodedCorpus
 from nmt.download import hash_file
 from nmt.errors import DataError
@@ -107,15 +106,12 @@ def binarize(
         raise DataError(f"binarize: {len(src_paths)} source files but {len(trg_paths)} target files")
     sps = {"src": load_subword(src_spm), "trg": load_subword(trg_spm)}
     dtypes = {side: np.dtype(np.uint16 if sp.get_piece_size() <= 1 << 16 else np.int32) for side, sp in sps.items()}
-    out_prefix = Path(out_prefix)
-    out_prefix.parent.mkdir(parents=True, exist_ok=True)
-    paths = _paths(out_prefix)
-    tmps = {key: path.with_name(f".{path.name}.{os.getpid()}.tmp") for key, path in paths.items()}
+    paths = _paths(Path(out_prefix))
     pairs = dropped = 0
     tokens = dict.fromkeys(SIDES, 0)
-    try:
+    with atomic_paths(*paths.values()) as tmps:
         with ExitStack() as stack:
-            files = {key: stack.enter_context(open(tmp, "wb")) for key, tmp in tmps.items()}
+            files = {key: stack.enter_context(open(tmp, "wb")) for key, tmp in zip(paths, tmps, strict=True)}
             for side in SIDES:
                 files[f"{side}.offsets"].write(np.zeros(1, dtype=np.int64).tobytes())
             for src_lines, trg_lines in read_pair_chunks(src_paths, trg_paths, CHUNK_LINES):
@@ -135,11 +131,6 @@ def binarize(
                     tokens[side] += len(ids)
         if pairs == 0:
             raise DataError(f"{src_paths[0]}: no sentence pairs left to train on ({dropped} longer than {max_length})")
-        for key, tmp in tmps.items():
-            os.replace(tmp, paths[key])
-    finally:
-        for tmp in tmps.values():
-            tmp.unlink(missing_ok=True)
     header = {"format": FORMAT, "pairs": pairs, "max_length": max_length, "dropped_by_length": dropped}
     for side, spm_path, text_paths in (("src", src_spm, src_paths), ("trg", trg_spm, trg_paths)):
         header[side] = {

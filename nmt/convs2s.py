@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.parametrizations import weight_norm
 
+from nmt.attention import masked_softmax
 from nmt.data import PAD
 from nmt.model_config import ConvS2SConfig
 
@@ -146,8 +147,7 @@ class ConvS2SAttention(nn.Module):
         """Conditional input c (B, T, C) for layer outputs ``h`` (B, T, C) and target embeddings ``g`` (B, T, E)."""
         d = self.query(h) + g  # (B, T, E)
         scores = d @ enc["keys"].transpose(1, 2)  # (B, T, S)
-        scores = scores.masked_fill(~enc["src_mask"][:, None, :], float("-inf"))
-        c = scores.softmax(dim=-1) @ enc["values"]  # (B, T, E)
+        c = masked_softmax(scores, enc["src_mask"][:, None, :]) @ enc["values"]  # (B, T, E)
         return self.out(c * enc["src_scale"][:, None, None])
 
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nmt import __version__
+from nmt.atomic import write_text
 from nmt.errors import DownloadError
 from nmt.progress import Progress
 
@@ -108,7 +109,7 @@ def download(
         "sha256": actual,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    _write_json(dest.with_name(dest.name + ".manifest.json"), manifest)
+    write_text(dest.with_name(dest.name + ".manifest.json"), json.dumps(manifest, indent=2) + "\n")
     log.info("downloaded %s to %s (%d bytes, sha256 %s)", url, dest, manifest["size"], actual)
     return manifest
 
@@ -206,16 +207,3 @@ def hash_file(path: str | Path, algorithm: str = "sha256") -> str:
     """Return the lowercase hex digest (``sha256``, ``md5``, ...) of the file at ``path``."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, algorithm).hexdigest()
-
-
-def _write_json(path: Path, data: dict) -> None:
-    """Write ``data`` as JSON to ``path`` through a temp file in the same folder and ``os.replace``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

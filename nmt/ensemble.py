@@ -14,7 +14,7 @@ from torch import nn
 
 from nmt.errors import DataError
 from nmt.model import Seq2Seq
-from nmt.translation import SRC_SPM, TRG_SPM, load_model
+from nmt.model_dir import SRC_SPM, TRG_SPM, load_model
 
 
 class Ensemble(nn.Module):

@@ -13,19 +13,19 @@ i.e. at most one token fewer without it; :func:`max_decoding_length` gives CTran
 ``max_decoding_length`` (which counts tokens without EOS) for the same limit.
 """
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from nmt.atomic import atomic_path
 from nmt.checkpoint import load_checkpoint
 from nmt.data import BOS, EOS, UNK
 from nmt.errors import ConfigError, DataError
+from nmt.model_dir import META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM
 from nmt.subword import load_subword
 from nmt.transformer import sinusoid_table
-from nmt.translation import META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM
 
 FORMATS = ("ctranslate2",)
 # ctranslate2's weight types (its --quantization choices).
@@ -86,19 +86,12 @@ def export_model(
     ct2_spec.config.layer_norm_epsilon = LAYER_NORM_EPS
     ct2_spec.validate()
     ct2_spec.optimize(quantization=quantization)
-    tmp = out_dir.with_name(f".{out_dir.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_path(out_dir) as tmp:  # a folder that replaces an existing out_dir
+        tmp.mkdir()
         ct2_spec.save(str(tmp))
         for name in (SRC_SPM, TRG_SPM, META_FILE):  # so that the export is usable on its own
             if (model_dir / name).is_file():
                 shutil.copyfile(model_dir / name, tmp / name)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return out_dir
 
 

@@ -4,7 +4,6 @@ import fcntl
 import json
 import logging
 import lzma
-import os
 import posixpath
 import shutil
 import stat
@@ -15,11 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from nmt.atomic import atomic_text
-from nmt.cleaning import open_text
+from nmt.atomic import atomic_path, atomic_text
 from nmt.config import CorpusConfig
 from nmt.download import download, hash_file
 from nmt.errors import ConfigError, DataError, DownloadError
+from nmt.rawtext import open_text
 
 if TYPE_CHECKING:
     from sacrebleu.dataset.base import Dataset
@@ -101,15 +100,8 @@ def _missing_member(archive: Path, member: str, names: list[str]) -> str:
 
 def _copy_atomically(stream: IO[bytes], dest: Path) -> None:
     """Copy ``stream`` to a temp file next to ``dest`` and move it to ``dest`` only once complete."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            shutil.copyfileobj(stream, f, CHUNK_BYTES)
-        os.replace(tmp, dest)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(dest) as tmp, open(tmp, "wb") as f:
+        shutil.copyfileobj(stream, f, CHUNK_BYTES)
 
 
 def extract_tsv_column(path: str | Path, column: int, dest: str | Path) -> int:

@@ -1,12 +1,12 @@
 """Learning curves of trained models as PNG figures, drawn with matplotlib's Agg canvas (no display needed)."""
 
-import os
 from pathlib import Path
 
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from nmt.atomic import atomic_path
 from nmt.errors import DataError
 
 # The logs that training writes into a model directory, with their columns.
@@ -74,9 +74,7 @@ def plot_comparison(runs: dict[str, str | Path], png_path: str | Path) -> None:
 
 
 def _save_png(fig: Figure, path: Path) -> None:
-    """Render with Agg beside the target and rename, so that readers never see half a PNG."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    """Render with Agg to a temp file beside the target and rename, so that readers never see half a PNG."""
     FigureCanvasAgg(fig)
-    fig.savefig(tmp, format="png", dpi=100)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)

@@ -20,9 +20,80 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nmt.attention import BahdanauAttention, LuongAttention
+from nmt.attention import masked_softmax
 from nmt.data import PAD
 from nmt.model_config import RnnConfig
+
+
+class RecurrentAttention(nn.Module):
+    """Attention of an RNN decoder state over the encoder outputs, one step at a time.
+
+    Subclasses define ``self.key``, the part of the score that depends only on the encoder outputs
+    (computed once per sentence by :meth:`project_keys`), and :meth:`score`, the per-step part.
+    """
+
+    key: nn.Module
+
+    def project_keys(self, memory: torch.Tensor) -> torch.Tensor:
+        """Keys of the encoder outputs ``memory`` (B, S, K), computed once per sentence."""
+        return self.key(memory)
+
+    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Alignment scores (B, S) of the decoder state ``query`` (B, H) against ``keys``."""
+        raise NotImplementedError
+
+    def forward(
+        self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, src_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attend from the decoder state ``query`` (B, H).
+
+        :param keys: from :meth:`project_keys`, shape (B, S, A or H)
+        :param values: encoder outputs, shape (B, S, K)
+        :param src_mask: bool, True on real source tokens, shape (B, S)
+        :return: context (B, K) and attention weights (B, S), exactly zero on padding
+        """
+        weights = masked_softmax(self.score(query, keys), src_mask)
+        context = torch.bmm(weights.unsqueeze(1).to(values.dtype), values).squeeze(1)
+        return context, weights
+
+
+class BahdanauAttention(RecurrentAttention):
+    """Additive attention ``e_j = v^T tanh(W s + U h_j)`` (Bahdanau et al. 2015, section 3.1, appendix A.1.2).
+
+    ``U h_j`` does not depend on the decoder state, so :meth:`project_keys` computes it once per
+    sentence and each decoding step only adds ``W s``. The bias of ``U`` is the bias inside the tanh.
+    The same scorer is Luong et al.'s "concat" score (section 3.1).
+    """
+
+    def __init__(self, query_size: int, key_size: int, attention_dim: int) -> None:
+        super().__init__()
+        self.query = nn.Linear(query_size, attention_dim, bias=False)  # W
+        self.key = nn.Linear(key_size, attention_dim)  # U
+        self.energy = nn.Linear(attention_dim, 1, bias=False)  # v
+
+    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """``v^T tanh(W s + U h_j)`` with ``keys`` = ``U h`` (B, S, A)."""
+        return self.energy(torch.tanh(keys + self.query(query).unsqueeze(1))).squeeze(-1)  # (B, S)
+
+
+class LuongAttention(RecurrentAttention):
+    """Multiplicative attention (Luong et al. 2015, section 3.1): ``dot`` ``s^T h_j`` or ``general`` ``s^T W h_j``.
+
+    For ``general`` :meth:`project_keys` computes ``W h_j`` once per sentence, so each step is one
+    batched dot product. ``dot`` needs the decoder state and encoder outputs to have one size.
+    """
+
+    def __init__(self, query_size: int, key_size: int, method: str) -> None:
+        super().__init__()
+        if method not in ("dot", "general"):
+            raise ValueError(f"Luong attention method must be 'dot' or 'general', got {method!r}")
+        if method == "dot" and query_size != key_size:
+            raise ValueError(f"dot attention needs equal decoder ({query_size}) and encoder ({key_size}) sizes")
+        self.key = nn.Linear(key_size, query_size, bias=False) if method == "general" else nn.Identity()  # W
+
+    def score(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """``s^T h_j`` with ``keys`` = ``W h`` (general) or ``h`` (dot), shape (B, S, H)."""
+        return torch.bmm(keys, query.unsqueeze(2).to(keys.dtype)).squeeze(2)  # (B, S)
 
 
 def make_rnn(config: RnnConfig, input_size: int, layers: int, bidirectional: bool = False) -> nn.RNNBase:

@@ -1,13 +1,12 @@
 """Subword segmentation with sentencepiece (BPE or unigram), joint or per language."""
 
 import logging
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import sentencepiece as spm
 
+from nmt.atomic import atomic_path
 from nmt.config import SubwordConfig
 from nmt.errors import DataError
 
@@ -20,17 +19,19 @@ BT_TAG = "<BT>"
 
 
 def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int) -> None:
-    """Train one sentencepiece model on ``inputs`` and move it atomically to ``model_out``."""
+    """Train one sentencepiece model on ``inputs`` and write it atomically to ``model_out``.
+
+    The trainer writes the model to an open file (``model_writer``) rather than to ``{prefix}.model``
+    and ``{prefix}.vocab``, so the one temp file of :func:`nmt.atomic.atomic_path` is all there is.
+    """
     for path in inputs:
         if not Path(path).is_file() or Path(path).stat().st_size == 0:
             raise DataError(f"{path}: subword training input is missing or empty")
-    model_out.parent.mkdir(parents=True, exist_ok=True)
     spm.set_random_generator_seed(config.seed)
-    with tempfile.TemporaryDirectory(dir=model_out.parent) as tmp:
-        prefix = Path(tmp) / "spm"
+    with atomic_path(model_out) as tmp, open(tmp, "wb") as model_writer:
         spm.SentencePieceTrainer.train(
             input=[str(p) for p in inputs],
-            model_prefix=str(prefix),
+            model_writer=model_writer,
             model_type=config.model_type,
             vocab_size=config.vocab_size,
             character_coverage=config.character_coverage,
@@ -43,7 +44,6 @@ def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threa
             user_defined_symbols=[BT_TAG],
             **SPECIAL_IDS,
         )
-        os.replace(f"{prefix}.model", model_out)
     log.info("trained %s model %s (%d pieces)", config.model_type, model_out, len(load_subword(model_out)))
 
 
@@ -70,9 +70,8 @@ def train_subword(
     src_model, trg_model = Path(src_model), Path(trg_model)
     if config.joint:
         _train_one([*src_inputs, *trg_inputs], src_model, config, threads)
-        tmp = trg_model.with_suffix(".tmp")
-        shutil.copyfile(src_model, tmp)
-        os.replace(tmp, trg_model)
+        with atomic_path(trg_model) as tmp:
+            shutil.copyfile(src_model, tmp)
     else:
         _train_one(list(src_inputs), src_model, config, threads)
         _train_one(list(trg_inputs), trg_model, config, threads)

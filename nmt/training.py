@@ -26,12 +26,12 @@ from nmt.errors import ConfigError, DataError, TrainingError
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.metrics import get_metric
 from nmt.model import Seq2Seq, build_model
+from nmt.model_dir import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, grad_scaler, write_meta
 from nmt.optimizer import anneal_on_plateau, get_lr, is_annealed_out, make_optimizer
 from nmt.optimizer import lr_at_step as lr_at_step  # re-exported: tests and callers know it from here
 from nmt.progress import format_duration
 from nmt.subword import load_subword
 from nmt.train_state import TrainState
-from nmt.translation import MODEL_FILE, SRC_SPM, TRG_SPM, autocast, get_device, grad_scaler, write_meta
 from nmt.validation import DevSet, validate
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,6 @@
 """Translate sentences or files with a trained model directory (test sets and back-translation alike)."""
 
 import itertools
-import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -10,92 +9,22 @@ from typing import IO
 import sentencepiece as spm
 import torch
 
-from nmt.atomic import atomic_text, write_text
-from nmt.checkpoint import load_checkpoint
-from nmt.config import DecodeConfig, ModelMeta
+from nmt.atomic import atomic_text
+from nmt.config import DecodeConfig
 from nmt.data import EOS, pad
-from nmt.errors import DataError, NmtError
-from nmt.model import DecodingModel, Seq2Seq, model_from_spec
+from nmt.ensemble import load_ensemble
+from nmt.errors import DataError
+from nmt.model import DecodingModel
+from nmt.model_dir import autocast, get_device
 from nmt.progress import LOG_EVERY, Progress, count_lines
 from nmt.search import beam_search, beam_search_nbest, greedy_search, sample_search
-from nmt.subword import load_subword
 
 log = logging.getLogger(__name__)
 
-# Files of a model directory written by nmt.training.train and read here.
-MODEL_FILE, SRC_SPM, TRG_SPM, META_FILE = "model.pt", "src.model", "trg.model", "meta.json"
 # Lines sorted by length and translated together: memory stays bounded on inputs of any size.
 CHUNK_LINES = 10_000
 # Bad lines named one by one in warnings; the rest are counted.
 MAX_WARNINGS = 10
-
-
-def get_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when available, else CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise DataError("device 'cuda' was requested but no CUDA device is available")
-    return torch.device(name)
-
-
-def autocast_dtype(device_type: str, bf16: str, bf16_supported: bool) -> torch.dtype | None:
-    """The reduced precision of autocast, None for float32.
-
-    ``auto``: bfloat16 on CUDA GPUs that have it (Ampere and later), float16 on older ones (training then
-    scales the loss, see :func:`grad_scaler`), float32 on CPU; ``on``: bfloat16 anywhere; ``off``: float32.
-    """
-    if bf16 == "off" or (bf16 == "auto" and device_type != "cuda"):
-        return None
-    return torch.bfloat16 if bf16 == "on" or bf16_supported else torch.float16
-
-
-def mixed_precision(device: torch.device, bf16: str = "auto") -> torch.dtype | None:
-    """:func:`autocast_dtype` of this device."""
-    return autocast_dtype(device.type, bf16, device.type == "cuda" and torch.cuda.is_bf16_supported())
-
-
-def autocast(device: torch.device, bf16: str = "auto"):
-    """Autocast context of :func:`mixed_precision` (disabled for float32)."""
-    dtype = mixed_precision(device, bf16)
-    return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
-
-
-def grad_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradScaler:
-    """Loss scaling for float16 training (its gradients underflow without); a pass-through otherwise."""
-    return torch.amp.GradScaler("cuda", enabled=mixed_precision(device, bf16) == torch.float16)
-
-
-def load_model(
-    model_dir: str | Path, device: torch.device
-) -> tuple[Seq2Seq, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
-    """Load the model and its source/target subword models from ``model_dir``, checking that they fit together."""
-    model_dir = Path(model_dir)
-    if not model_dir.is_dir():
-        what = "is a file" if model_dir.exists() else "not found"
-        raise DataError(f"{model_dir}: {what}; expected a model directory ({MODEL_FILE}, {SRC_SPM}, {TRG_SPM})")
-    path = model_dir / MODEL_FILE
-    ckpt = load_checkpoint(path, map_location=device)
-    try:
-        model = model_from_spec(ckpt["spec"])
-        model.load_state_dict(ckpt["model"])
-    except (NmtError, KeyError, TypeError, RuntimeError) as e:  # a spec or weights of another program
-        raise DataError(f"{path}: weights do not fit the model spec they came with ({_one_line(e)})") from e
-    model.to(device).eval()
-    src_sp, trg_sp = load_subword(model_dir / SRC_SPM), load_subword(model_dir / TRG_SPM)
-    for name, sp, key in ((SRC_SPM, src_sp, "src_vocab"), (TRG_SPM, trg_sp, "trg_vocab")):
-        if sp.get_piece_size() != ckpt["spec"][key]:
-            raise DataError(
-                f"{model_dir / name}: {sp.get_piece_size()} pieces, but {path} was trained with "
-                f"{ckpt['spec'][key]}: the subword model belongs to another model"
-            )
-    return model, src_sp, trg_sp
-
-
-def _one_line(e: Exception, limit: int = 200) -> str:
-    """``e`` as ``Type: message`` on one line of at most about ``limit`` characters."""
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text if len(text) <= limit else text[:limit] + ' ...'}"
 
 
 def position_limit(model: DecodingModel) -> int | None:
@@ -176,6 +105,48 @@ def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> I
             yield list(chunk), max_len_a, max_len_b
 
 
+# A search over one padded batch of sources (B, S) within the output limit a * S + b: a list per sentence.
+Search = Callable[[torch.Tensor, float, int], list]
+
+
+@torch.no_grad()
+def search_lines(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    lines: list[str],
+    config: DecodeConfig,
+    device: torch.device,
+    search: Search,
+    bf16: str = "auto",
+    name: str = "input",
+    first_line: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[list[int], list]]:
+    """The setup that :func:`translate_lines` and :func:`translate_nbest` share: yield, batch by batch,
+    the indices of its lines and what ``search(src, max_len_a, max_len_b)`` returns for them.
+
+    The model is in eval mode meanwhile. Lines are encoded and cut to the model's :func:`position_limit`
+    (:func:`encode_sources`) and sorted by length into batches (:func:`_batches`); empty lines are
+    never searched. ``progress`` is called with the number of empty lines first, then after each batch.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        limit = position_limit(model)
+        ids = encode_sources(src_sp, lines, limit, name, first_line)
+        if progress:
+            progress(sum(len(x) <= 1 for x in ids))  # the empty lines
+        for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
+            src = pad([ids[i] for i in chunk]).to(device)
+            with autocast(device, bf16):
+                out = search(src, max_len_a, max_len_b)
+            yield chunk, out
+            if progress:
+                progress(len(chunk))
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def translate_lines(
     model: DecodingModel,
@@ -202,28 +173,19 @@ def translate_lines(
 
     :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
     """
-    was_training = model.training
-    model.eval()
-    limit = position_limit(model)
-    ids = encode_sources(src_sp, lines, limit, name, first_line)
-    hyps: list[str] = [""] * len(ids)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    if progress:
-        progress(sum(len(x) <= 1 for x in ids))  # the empty lines
-    for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
-        src = pad([ids[i] for i in chunk]).to(device)
-        with autocast(device, bf16):
-            if config.method == "greedy":
-                out = greedy_search(model, src, max_len_a, max_len_b)
-            elif config.method == "sample":
-                out = sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
-            else:
-                out = beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
+
+    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
+        if config.method == "greedy":
+            return greedy_search(model, src, max_len_a, max_len_b)
+        if config.method == "sample":
+            return sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
+        return beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
+
+    hyps = [""] * len(lines)
+    for chunk, out in search_lines(model, src_sp, lines, config, device, search, bf16, name, first_line, progress):
         for i, hyp in zip(chunk, out, strict=True):
             hyps[i] = trg_sp.decode(hyp)
-        if progress:
-            progress(len(chunk))
-    model.train(was_training)
     return hyps
 
 
@@ -246,19 +208,14 @@ def translate_nbest(
     output's subwords and EOS) divided by the length penalty. An empty line gives one entry
     ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines`.
     """
-    was_training = model.training
-    model.eval()
-    limit = position_limit(model)
-    ids = encode_sources(src_sp, lines, limit, name, first_line)
-    result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in ids]
-    for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
-        src = pad([ids[i] for i in chunk]).to(device)
-        with autocast(device, bf16):
-            out = beam_search_nbest(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b,
-                                    nbest=nbest)  # fmt: skip
+
+    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list:
+        return beam_search_nbest(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b, nbest=nbest)
+
+    result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in lines]
+    for chunk, out in search_lines(model, src_sp, lines, config, device, search, bf16, name, first_line):
         for i, hyps in zip(chunk, out, strict=True):
             result[i] = [(trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
-    model.train(was_training)
     return result
 
 
@@ -332,8 +289,6 @@ def translate_file(
     :param model_dirs: a model directory, or several to decode with their ensemble
     :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
     """
-    from nmt.ensemble import load_ensemble  # nmt.ensemble builds on load_model above
-
     src_path = check_source(src_path)
     dev = get_device(device)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
@@ -355,56 +310,3 @@ def translate_file(
     if n == 0:
         log.warning("%s: empty, nothing to translate", src_path)
     return n
-
-
-def write_meta(model_dir: str | Path, meta: ModelMeta | None) -> dict:
-    """Write ``model_dir/meta.json``: what translation must repeat of the data preparation.
-
-    ``source_normalization`` is what cleaning applied to the training sources (None when the model
-    was trained outside the workflow, without ``meta``); ``bt_tag`` the back-translation tag
-    convention; ``subword`` the sha256 of both subword models, which fine-tuning checks.
-
-    :return: the written dict
-    """
-    from nmt.download import hash_file
-    from nmt.subword import BT_TAG
-
-    model_dir = Path(model_dir)
-    record = {
-        "src_lang": meta.src_lang if meta else None,
-        "trg_lang": meta.trg_lang if meta else None,
-        "source_normalization": None,
-        "bt_tag": {"tag": BT_TAG, "tagged_training_sources": bool(meta and meta.tagged_bt), "tag_inputs": False},
-        "subword": {name: {"sha256": hash_file(model_dir / name)} for name in (SRC_SPM, TRG_SPM)},
-    }
-    if meta is not None:
-        record["source_normalization"] = {
-            "lang": meta.src_lang,
-            "unicode": "NFC",
-            "moses_punctuation": meta.normalize_punctuation,
-            "control_characters": "removed",
-            "whitespace": "collapsed",
-        }
-    write_text(model_dir / META_FILE, json.dumps(record, indent=2) + "\n")
-    return record
-
-
-def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str]:
-    """Normalize source ``lines`` as cleaning normalized the training sources of ``model_dir`` (its meta.json).
-
-    Lines stay as they are for a model directory without a recorded normalization.
-    """
-    from nmt.filters import Normalizer
-
-    path = Path(model_dir) / META_FILE
-    if not path.is_file():
-        log.warning("%s: not found, so the input is not normalized like the training data", path)
-        return lines
-    try:
-        settings = json.loads(path.read_text(encoding="utf-8"))["source_normalization"]
-        if settings is None:
-            return lines
-        normalizer = Normalizer(settings["lang"], settings["moses_punctuation"])
-    except (ValueError, KeyError, TypeError) as e:
-        raise DataError(f"{path}: not a model meta file ({type(e).__name__}: {e})") from None
-    return map(normalizer, lines)  # lazily: the input may be a stream

@@ -13,7 +13,8 @@ from nmt.data import ParallelData, make_batch, read_lines, token_batches
 from nmt.loss import LabelSmoothedCrossEntropy
 from nmt.metrics import score_metric
 from nmt.model import Seq2Seq
-from nmt.translation import autocast, translate_lines
+from nmt.model_dir import autocast
+from nmt.translation import translate_lines
 
 log = logging.getLogger(__name__)
 

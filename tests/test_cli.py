@@ -20,7 +20,8 @@ from conftest import TOY_MODEL
 
 from nmt.__main__ import main
 from nmt.config import DecodeConfig
-from nmt.translation import get_device, load_model, translate_lines
+from nmt.model_dir import get_device, load_model
+from nmt.translation import translate_lines
 
 LONG = " ".join(["dog"] * 20_000)  # about 40,000 subwords, far past max_positions (1024)
 

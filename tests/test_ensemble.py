@@ -15,9 +15,10 @@ from nmt.ensemble import Ensemble, load_ensemble
 from nmt.errors import DataError
 from nmt.metrics import score_corpus
 from nmt.model import reorder_state
+from nmt.model_dir import TRG_SPM, get_device
 from nmt.search import beam_search, greedy_search
 from nmt.subword import train_subword
-from nmt.translation import TRG_SPM, get_device, translate_lines
+from nmt.translation import translate_lines
 
 V = 40
 

@@ -13,8 +13,9 @@ from nmt.config import DecodeConfig
 from nmt.data import BOS, EOS, pad
 from nmt.errors import ConfigError
 from nmt.export import export_model, max_decoding_length
+from nmt.model_dir import get_device, load_model
 from nmt.search import greedy_search, max_output_lengths
-from nmt.translation import get_device, load_model, translate_lines
+from nmt.translation import translate_lines
 
 
 def ct2_greedy(translator, src_sp, lines: list[str], max_len_a: float, max_len_b: int) -> list[list[str]]:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from nmt.translation import autocast, autocast_dtype, grad_scaler
+from nmt.model_dir import autocast, autocast_dtype, grad_scaler
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,10 @@ import pytest
 import torch
 from conftest import stepwise_logits, tiny_model
 
-from nmt.attention import BahdanauAttention, LuongAttention
 from nmt.data import BOS, EOS, PAD
 from nmt.errors import ConfigError
 from nmt.model import reorder_state, resolve_model_options
+from nmt.rnn import BahdanauAttention, LuongAttention
 
 V = 30
 

@@ -19,9 +19,10 @@ from nmt.data import read_lines
 from nmt.download import hash_file
 from nmt.errors import ConfigError, DataError
 from nmt.metrics import score_corpus
+from nmt.model_dir import get_device, load_model
 from nmt.subword import train_subword
 from nmt.training import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step, train
-from nmt.translation import get_device, load_model, translate_lines
+from nmt.translation import translate_lines
 
 
 def test_lr_schedule():

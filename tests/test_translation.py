@@ -12,8 +12,9 @@ from conftest import make_toy_corpus, run_training, tiny_model
 from nmt.config import DecodeConfig, ModelMeta
 from nmt.data import EOS
 from nmt.filters import Normalizer
+from nmt.model_dir import get_device, load_model, write_meta
 from nmt.subword import load_subword
-from nmt.translation import get_device, load_model, translate_file, translate_lines, write_meta
+from nmt.translation import translate_file, translate_lines
 
 
 def test_translate_file_keeps_order_and_count(trained_model, toy_corpus, tmp_path):
