@@ -61,4 +61,10 @@ rule all:
     input:
         "results/tables/scores.csv",
         "results/tables/table.md",
-        get_plot_files(),
+        expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs),
+        expand(
+            "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
+            pair=EXPERIMENT.pairs,
+            system=EXPERIMENT.systems,
+            seed=EXPERIMENT.seeds,
+        ),

@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -343,3 +344,88 @@ def test_preempted_training_job_resumes_when_the_command_is_run_again(tmp_path):
     model_dir = "results/en-de/transformer/baseline/seed1/model"
     assert f"resumed from {model_dir}/checkpoints/last.pt at step {stopped_at}" in text
     assert json.loads((workdir / model_dir / "summary.json").read_text())["steps"] == 150
+
+
+# The rules' output, log and benchmark patterns (wildcard constraints dropped), and the results/ folders they hand
+# to a tool as params, from the parsed workflow: printed as JSON by a Python process that loads it.
+RULE_PATHS = """
+import json, re, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+def pattern(path):
+    return re.sub(r"\\{(\\w+),[^{}]*\\}", r"{\\1}", str(path))
+
+with SnakemakeApi(OutputSettings()) as api:
+    workflow = api.workflow(ResourceSettings(), ConfigSettings(), snakefile=Path(sys.argv[1]), workdir=Path("."))
+    rules = {
+        rule.name: {
+            "files": [pattern(f) for f in rule.output if not f.flags.get("directory")]
+            + [pattern(f) for f in rule.log] + ([pattern(rule.benchmark)] if rule.benchmark else []),
+            "folders": [pattern(f) for f in rule.output if f.flags.get("directory")]
+            + [p for p in rule.params if isinstance(p, str) and p.startswith("results/")],
+        }
+        for rule in workflow._workflow.rules
+    }
+print(json.dumps(rules))
+"""
+
+
+def readme_results_paths() -> list[tuple[str, str]]:
+    """(path, content) of each row of the README's table "Results path scheme"."""
+    section = (REPO / "README.md").read_text().split("## Results path scheme")[1].split("\n## ")[0]
+    rows = [line.split(" | ", 1) for line in section.splitlines() if line.startswith("| `results/")]
+    return [(path.removeprefix("| ").strip("`"), content) for path, content in rows]
+
+
+def row_pattern(path: str, rule: str) -> re.Pattern:
+    """A README path as a regex over the rules' patterns: {a,b} is either, {N} the seed, {lang} a side of the pair,
+    {rule} the rule's name, … or * anything; a path ending in / holds everything below it."""
+    parts = re.split(r"(\{[^}]*\}|…|\*)", path)
+    regex = "".join(
+        f"(?:{'|'.join(map(re.escape, part[1:-1].split(',')))})" if "," in part
+        else r"\{seed\}" if part == "{N}"
+        else r"\{(?:src|trg|lang)\}" if part == "{lang}"
+        else re.escape(rule) if part == "{rule}"
+        else ".*" if part in ("…", "*")
+        else re.escape(part)
+        for part in parts
+    )  # fmt: skip
+    return re.compile(regex + (".*" if path.endswith("/") else ""))
+
+
+def row_files(path: str, content: str) -> list[str]:
+    """The row's path, and the files its content names beside it (`.manifest.json`, `report.json`, ...)."""
+    folder = path if path.endswith("/") else path.rsplit("/", 1)[0] + "/"
+    names = re.findall(r"`(\.?[\w{},.-]+\.[\w{},]+)`", content)
+    return [path] + [path + name if name.startswith(".") else folder + name for name in names]
+
+
+def test_readme_results_paths_match_the_rules(tmp_path):
+    (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
+    out = subprocess.run(
+        [sys.executable, "-c", RULE_PATHS, str(REPO / "Snakefile")], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rules = json.loads(out.stdout.splitlines()[-1])
+    rows = readme_results_paths()
+    assert len(rows) > 20
+    # Every file a rule writes is a row of the README (or a file that a row's description names).
+    for rule, paths in rules.items():
+        for file in paths["files"]:
+            patterns = [row_pattern(p, rule) for path, content in rows for p in row_files(path, content)]
+            assert any(p.fullmatch(file) for p in patterns), f"{file} (rule {rule}) is not in the README's table"
+    # Every row is written by a rule: it matches one of its files, or lies in a folder a rule writes or fills.
+    for path, _ in rows:
+        written = [
+            rule
+            for rule, paths in rules.items()
+            if any(row_pattern(path, rule).fullmatch(f) for f in paths["files"])
+            or any(path.startswith(folder + "/") for folder in paths["folders"])
+        ]
+        assert written, f"README row {path} is written by no rule"
+    # The header of the Snakefile lists the same paths.
+    header = (REPO / "Snakefile").read_text().split("\n\n")[0].splitlines()
+    listed = ["results/" + line[4:].split()[0].replace("...", "…") for line in header if re.match(r"#   \S", line)]
+    assert sorted(listed) == sorted(path for path, _ in rows)

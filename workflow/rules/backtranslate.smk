@@ -6,8 +6,8 @@
 # Clean the monolingual corpora of the target language into one sample, without dev/test sentences.
 rule clean_monolingual:
     input:
-        mono=lambda w: expand("results/data/download/{corpus}.{trg}", corpus=config["data"]["mono"], trg=w.trg),
-        exclude=get_eval_refs,
+        mono=expand("results/data/download/{corpus}.{{trg}}", corpus=EXPERIMENT.data.mono),
+        exclude=expand("results/{{src}}-{{trg}}/data/eval/{corpus}.{{trg}}", corpus=EXPERIMENT.data.eval_sets),
     output:
         mono="results/{src}-{trg}/data/mono/mono.{trg}",
         report=report(
@@ -18,10 +18,10 @@ rule clean_monolingual:
             labels={"report": "monolingual cleaning", "variant": "all"},
         ),
     params:
-        cleaning=CLEANING,
-        max_sentences=BT["max_sentences"],
-        seed=BT["seed"],
-        sources=get_mono_sources,
+        cleaning=EXPERIMENT.cleaning,
+        max_sentences=BT.max_sentences,
+        seed=BT.seed,
+        sources=ask(EXPERIMENT.mono_sources, "trg"),
     log:
         "results/logs/clean_monolingual/{src}-{trg}.log",
     resources:
@@ -46,10 +46,10 @@ rule train_reverse_model:
         summary="results/{src}-{trg}/backtranslation/reverse/summary.json",
         meta="results/{src}-{trg}/backtranslation/reverse/meta.json",
     params:
-        train_data=get_binarized_prefix,
-        model=REVERSE_OPTIONS,
+        train_data=get_data_prefix,
+        model=BT.reverse.options,
         training=get_reverse_training,
-        meta=get_reverse_meta,
+        meta=ask(EXPERIMENT.reverse_meta, "src", "trg"),
     log:
         "results/logs/train_reverse_model/{src}-{trg}.log",
     benchmark:
@@ -71,7 +71,7 @@ checkpoint split_monolingual:
     output:
         parts=directory("results/{src}-{trg}/backtranslation/parts"),
     params:
-        chunk_lines=BT["chunk_lines"],
+        chunk_lines=BT.chunk_lines,
     log:
         "results/logs/split_monolingual/{src}-{trg}.log",
     resources:
@@ -91,7 +91,7 @@ rule backtranslate_part:
     output:
         hyp="results/{src}-{trg}/backtranslation/{variant}/parts/{part}.{src}",
     params:
-        decoding=get_generation,
+        decoding=ask(EXPERIMENT.generation, "variant", "part"),
     log:
         "results/logs/backtranslate_part/{src}-{trg}.{variant}.{part}.log",
     benchmark:
@@ -123,8 +123,8 @@ rule build_synthetic_corpus:
             labels={"report": "synthetic corpus", "variant": "{variant}"},
         ),
     params:
-        synthetic=lambda w: SYNTHETIC[w.variant],
-        seed=BT["seed"],
+        synthetic=ask(EXPERIMENT.synthetic, "variant"),
+        seed=BT.seed,
     log:
         "results/logs/build_synthetic_corpus/{src}-{trg}.{variant}.log",
     resources:

@@ -12,8 +12,8 @@ rule binarize_corpus:
     output:
         data=multiext("results/{src}-{trg}/data/bin/{stage}/train", ".json", ".src.ids", ".src.offsets", ".trg.ids", ".trg.offsets"),
     params:
-        prefix=get_binarize_prefix,
-        max_length=get_binarize_max_length,
+        prefix=get_data_prefix,
+        max_length=ask(EXPERIMENT.train_max_length, "stage"),
     log:
         "results/logs/binarize_corpus/{src}-{trg}.{stage}.log",
     threads: 4
@@ -36,8 +36,8 @@ rule binarize_reverse_corpus:
     output:
         data=multiext("results/{src}-{trg}/data/bin/reverse/train", ".json", ".src.ids", ".src.offsets", ".trg.ids", ".trg.offsets"),
     params:
-        prefix=get_binarize_prefix,
-        max_length=REVERSE_TRAINING.max_length,
+        prefix=get_data_prefix,
+        max_length=BT.reverse.training.max_length,
     log:
         "results/logs/binarize_reverse_corpus/{src}-{trg}.log",
     threads: 4

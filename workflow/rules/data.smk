@@ -60,7 +60,7 @@ rule clean_corpus:
         ),
         summary="results/{src}-{trg}/data/clean/{corpus}.report.md",
     params:
-        cleaning=CLEANING,
+        cleaning=EXPERIMENT.cleaning,
         sources=get_corpus_sources,
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",
@@ -85,7 +85,7 @@ rule prepare_eval_set:
         src="results/{src}-{trg}/data/eval/{corpus}.{src}",
         ref="results/{src}-{trg}/data/eval/{corpus}.{trg}",
     params:
-        punctuation=CLEANING.normalize_punctuation,
+        punctuation=EXPERIMENT.cleaning.normalize_punctuation,
     log:
         "results/logs/prepare_eval_set/{src}-{trg}.{corpus}.log",
     resources:

@@ -12,12 +12,12 @@ localrules:
 # Translate one test set with one run's model (or the ensemble of all seeds' models) and detokenize.
 rule translate_test:
     input:
-        models=get_run_models,
+        models=get_run_files("model.pt"),
         src="results/{src}-{trg}/data/eval/{test}.{src}",
     output:
         hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
     params:
-        decoding=DECODING,
+        decoding=EXPERIMENT.decoding,
     log:
         "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.log",
     benchmark:
@@ -37,7 +37,7 @@ rule score_translations:
     input:
         hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
-        summaries=get_run_summaries,
+        summaries=get_run_files("summary.json"),
     output:
         scores="results/{src}-{trg}/{model}/{stage}/{run}/scores/{test}.json",
     params:
@@ -54,7 +54,11 @@ rule score_translations:
 rule significance:
     input:
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
-        hyps=get_bootstrap_hyps,
+        # The baseline's first seed (the run compared with) first.
+        hyps=expand(
+            "results/{{src}}-{{trg}}/{run.model}/{run.stage}/{run.name}/translations/{{test}}.{{trg}}",
+            run=EXPERIMENT.compared_runs(),
+        ),
     output:
         tests=report(
             "results/{src}-{trg}/significance/{test}.json",
@@ -64,8 +68,8 @@ rule significance:
             labels={"test set": "{test}"},
         ),
     params:
-        n_samples=TABLES.bootstrap_samples,
-        seed=TABLES.bootstrap_seed,
+        n_samples=EXPERIMENT.tables.bootstrap_samples,
+        seed=EXPERIMENT.tables.bootstrap_seed,
     log:
         "results/logs/significance/{src}-{trg}.{test}.log",
     benchmark:
@@ -83,8 +87,13 @@ rule significance:
 # wide table of papers (systems x language pairs and metrics, significance marks, published figures).
 rule collect_scores:
     input:
-        scores=get_score_files(),
-        tests=get_significance_files(),
+        scores=expand(
+            "results/{pair}/{run.model}/{run.stage}/{run.name}/scores/{test}.json",
+            pair=EXPERIMENT.pairs,
+            run=EXPERIMENT.scored_runs(),
+            test=EXPERIMENT.data.test,
+        ),
+        tests=expand("results/{pair}/significance/{test}.json", pair=EXPERIMENT.pairs, test=EXPERIMENT.data.test),
     output:
         csv=report(
             "results/tables/scores.csv",
@@ -108,7 +117,7 @@ rule collect_scores:
             labels={"table": "1. main results: systems x pairs (as in papers)"},
         ),
     params:
-        tables=TABLES,
+        tables=EXPERIMENT.tables,
     log:
         "results/logs/collect_scores/collect_scores.log",
     conda:
@@ -140,17 +149,21 @@ rule plot_learning_curves:
 # One figure comparing the systems of a pair (validation BLEU and train loss per update).
 rule plot_comparison:
     input:
-        summaries=get_curve_models,
+        summaries=expand(
+            "results/{{src}}-{{trg}}/{system.model}/{system.stage}/seed{seed}/model/summary.json",
+            system=EXPERIMENT.systems,
+            seed=EXPERIMENT.seeds[0],
+        ),
     output:
         png=report(
             "results/plots/{src}-{trg}.comparison.png",
             caption="../report/comparison.rst",
             category="Learning curves",
             subcategory="{src}-{trg}",
-            labels={"model": "all systems", "stage": "comparison", "seed": str(SEEDS[0])},
+            labels={"model": "all systems", "stage": "comparison", "seed": str(EXPERIMENT.seeds[0])},
         ),
     params:
-        labels=[f"{model}/{stage}" for model, stage in get_systems()],
+        labels=[f"{system.model}/{system.stage}" for system in EXPERIMENT.systems],
     log:
         "results/logs/plot_comparison/{src}-{trg}.log",
     conda:

@@ -10,7 +10,7 @@ rule train_subword:
         src="results/{src}-{trg}/subword/{src}.model",
         trg="results/{src}-{trg}/subword/{trg}.model",
     params:
-        subword=SUBWORD,
+        subword=EXPERIMENT.subword,
     log:
         "results/logs/train_subword/{src}-{trg}.log",
     threads: 2

@@ -9,16 +9,16 @@ rule train_model:
         dev_ref=get_corpus_files("dev", "trg"),
         src_spm="results/{src}-{trg}/subword/{src}.model",
         trg_spm="results/{src}-{trg}/subword/{trg}.model",
-        init=get_init_model,
+        init=ask(EXPERIMENT.init_files, "model"),
     output:
         model="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/model.pt",
         summary="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/summary.json",
         meta="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/meta.json",
     params:
-        train_data=get_binarized_prefix,
-        model=get_model_options,
+        train_data=get_data_prefix,
+        model=ask(EXPERIMENT.model_options, "model"),
         training=get_training,
-        meta=get_model_meta,
+        meta=ask(EXPERIMENT.model_meta, "src", "trg", "stage"),
     log:
         "results/logs/train_model/{src}-{trg}.{model}.{stage}.seed{seed}.log",
     benchmark:

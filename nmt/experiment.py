@@ -1,0 +1,379 @@
+"""The experiment a workflow config describes: its data, models, back-translation, decoding and result-table systems.
+
+Snakemake parses the workflow on a login node that need not have torch, so this module imports only the torch-free
+config modules. workflow/rules/common.smk validates the config against its JSON schema (which fills in the
+defaults), calls :func:`load_experiment`, and answers every param and input function from the :class:`Experiment`.
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from nmt.config import (
+    CleanConfig,
+    CorpusConfig,
+    DecodeConfig,
+    ModelMeta,
+    SubwordConfig,
+    SyntheticConfig,
+    TablesConfig,
+    TrainConfig,
+    from_dict,
+)
+from nmt.errors import ConfigError
+from nmt.model_config import resolve_model_options
+
+# The stage of the models trained on the parallel data only; the other stages are back-translation variants.
+BASELINE = "baseline"
+# The run of all seeds' models decoding together (when there are two or more seeds).
+ENSEMBLE = "ensemble"
+
+
+def read_overrides(value: Any, schema: dict[str, Any], key: str) -> Any:
+    """``--config`` values as the config file would give them.
+
+    Snakemake reads nested values with YAML's BaseLoader, as strings ('seeds=[1, 2]' gives ['1', '2']), so each
+    string is read with ``yaml.safe_load``, except where the schema wants a string.
+
+    :param value: a value of Snakemake's ``--config`` settings
+    :param schema: the JSON schema of that key
+    :param key: the key's config path, named in the error
+    :return: the value with its strings read as YAML
+    :raises ConfigError: on a string that is not YAML
+    """
+    if isinstance(value, dict):
+        extra = schema.get("additionalProperties")
+        extra = extra if isinstance(extra, dict) else {}
+        props = schema.get("properties", {})
+        return {k: read_overrides(v, props.get(k, extra), f"{key}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [read_overrides(v, schema.get("items", {}), f"{key}.{i}") for i, v in enumerate(value)]
+    types = schema.get("type", [])
+    if not isinstance(value, str) or "string" in types or all(isinstance(v, str) for v in schema.get("enum", [0])):
+        return value
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"key '{key}': --config value {value!r} is not YAML ({getattr(e, 'problem', e)})") from e
+
+
+def reject_training_seeds(config: dict[str, Any]) -> None:
+    """Raise ConfigError on a ``seed`` in a training section: the seed of each run is the ``{run}`` of its results
+    path, from the top-level ``seeds`` list. Checked before the schema fills in the default ``training.seed``."""
+    sections = {"training": config.get("training")}
+    sections |= {f"models.{name}.training": m.get("training") for name, m in config.get("models", {}).items()}
+    for where, section in sections.items():
+        if isinstance(section, dict) and "seed" in section:
+            raise ConfigError(f"key '{where}.seed': set the top-level list 'seeds' instead (e.g. seeds: [1, 2, 3])")
+
+
+@dataclass(frozen=True)
+class DataRoles:
+    """The corpora (keys of ``corpora``) of each role: training, dev (one), test and monolingual."""
+
+    train: tuple[str, ...]
+    dev: str
+    test: tuple[str, ...]
+    mono: tuple[str, ...]
+
+    @property
+    def eval_sets(self) -> tuple[str, ...]:
+        """The dev set, then the test sets: never filtered, and kept out of the training and monolingual data."""
+        return (self.dev, *self.test)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A model of the config: its options as written (``arch``, ``preset``, architecture keys, without
+    ``training``), which training builds it from, the resolved architecture config, and its training settings."""
+
+    name: str
+    options: dict[str, Any]
+    arch: str
+    config: Any
+    training: TrainConfig
+
+    @property
+    def preset(self) -> str:
+        return self.options.get("preset", "")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A back-translation variant (a ``{stage}``): the reverse model's search, and how the corpus is built."""
+
+    name: str
+    generation: DecodeConfig
+    synthetic: SyntheticConfig
+
+    def describe(self) -> str:
+        """The data column of the result table, e.g. ``parallel+bt (sample-top10, tagged, real x2)``."""
+        details = [self.generation.describe()]
+        if self.synthetic.tagged:
+            details.append("tagged")
+        if self.synthetic.upsample_real > 1:
+            details.append(f"real x{self.synthetic.upsample_real}")
+        return f"parallel+bt ({', '.join(details)})"
+
+
+@dataclass(frozen=True)
+class Backtranslation:
+    """The reverse (target-to-source) model, the monolingual sample, and the variants the listed models train on."""
+
+    models: tuple[str, ...]
+    reverse: Model
+    variants: dict[str, Variant]
+    max_sentences: int | None
+    chunk_lines: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class System:
+    """Rows of the result table: one model trained on one stage's data (``baseline`` or a variant)."""
+
+    model: str
+    stage: str
+
+
+@dataclass(frozen=True)
+class Run:
+    """One translation of the test sets: a system with one seed's model (``seed1``), or all seeds' (``ensemble``)."""
+
+    model: str
+    stage: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Everything the workflow builds, from a validated config (see :func:`load_experiment`)."""
+
+    pairs: tuple[str, ...]
+    corpora: dict[str, CorpusConfig]
+    data: DataRoles
+    cleaning: CleanConfig
+    subword: SubwordConfig
+    models: dict[str, Model]
+    backtranslation: Backtranslation
+    decoding: DecodeConfig
+    seeds: tuple[int, ...]
+    tables: TablesConfig
+
+    @property
+    def langs(self) -> list[str]:
+        return sorted({lang for pair in self.pairs for lang in pair.split("-")})
+
+    @property
+    def stages(self) -> list[str]:
+        return [BASELINE, *self.backtranslation.variants]
+
+    @property
+    def runs(self) -> list[str]:
+        """The runs of a system: one per seed, and the ensemble of all seeds' models when there are several."""
+        return [f"seed{seed}" for seed in self.seeds] + ([ENSEMBLE] if len(self.seeds) > 1 else [])
+
+    @property
+    def baseline(self) -> str:
+        """The model whose baseline system the significance tests compare with: ``tables.baseline``, else the first."""
+        return self.tables.baseline or next(iter(self.models))
+
+    @property
+    def systems(self) -> list[System]:
+        """Every model on the parallel data, then each back-translation model per variant."""
+        variants = self.backtranslation.variants
+        return [System(model, BASELINE) for model in self.models] + [
+            System(model, variant) for model in self.backtranslation.models for variant in variants
+        ]
+
+    def run_seeds(self, run: str) -> list[int]:
+        """The seeds whose models a run translates with: its own, or every seed's for the ensemble."""
+        return list(self.seeds) if run == ENSEMBLE else [int(run.removeprefix("seed"))]
+
+    def scored_runs(self) -> list[Run]:
+        """Every run of every system, in the order of the result table."""
+        return [Run(system.model, system.stage, run) for system in self.systems for run in self.runs]
+
+    def compared_runs(self) -> list[Run]:
+        """The runs the paired bootstrap tests: the baseline system's first seed (the one compared with) first,
+        then every other run. The baseline's other seeds are left out: its row is the reference, not a tested one."""
+        reference = Run(self.baseline, BASELINE, self.runs[0])
+        others = [
+            r for r in self.scored_runs() if (r.model, r.stage) != (self.baseline, BASELINE) or r.name == ENSEMBLE
+        ]
+        return [reference, *others]
+
+    def model_options(self, model: str) -> dict[str, Any]:
+        """A model's options as written (``arch``, ``preset``, architecture keys), which training builds it from."""
+        return self.models[model].options
+
+    def mono_sources(self, lang: str) -> list[str]:
+        """The user's files (URL or path as configured) of the monolingual corpora, named in cleaning errors."""
+        return [self.corpora[name].source(lang) for name in self.data.mono]
+
+    def init_files(self, model: str) -> list[str]:
+        """The model a model fine-tunes (``training.init_from``), trained first; none when it trains from scratch."""
+        init_from = self.models[model].training.init_from
+        return [f"{init_from}/model.pt"] if init_from else []
+
+    def training(self, model: str, seed: int, trg_lang: str, threads: int) -> TrainConfig:
+        """The training of one run: its seed, the target language of its dev BLEU, and ``threads: 0`` resolved to
+        the job's ``threads``."""
+        training = self.models[model].training
+        return dataclasses.replace(training, seed=seed, trg_lang=trg_lang, threads=training.threads or threads)
+
+    def reverse_training(self, trg_lang: str, threads: int) -> TrainConfig:
+        """The reverse model's training; it translates into the pair's source language ``trg_lang``."""
+        training = self.backtranslation.reverse.training
+        return dataclasses.replace(training, trg_lang=trg_lang, threads=training.threads or threads)
+
+    def generation(self, variant: str, part: str) -> DecodeConfig:
+        """The reverse model's search for one part of the monolingual text (``part``: its name, a number such as
+        ``0003``); each part samples with its own seed."""
+        generation = self.backtranslation.variants[variant].generation
+        return dataclasses.replace(generation, seed=generation.seed + int(part))
+
+    def model_meta(self, src: str, trg: str, stage: str) -> ModelMeta:
+        """What a model directory records for translation: languages, source normalization, BT tagging."""
+        tagged = stage != BASELINE and self.backtranslation.variants[stage].synthetic.tagged
+        return ModelMeta(src, trg, self.cleaning.normalize_punctuation, tagged)
+
+    def reverse_meta(self, src: str, trg: str) -> ModelMeta:
+        """What the pair's reverse (target-to-source) model records: it translates the cleaned target-language text."""
+        return ModelMeta(trg, src, self.cleaning.normalize_punctuation)
+
+    def synthetic(self, variant: str) -> SyntheticConfig:
+        """How a variant's synthetic corpus is filtered and mixed with the real one."""
+        return self.backtranslation.variants[variant].synthetic
+
+    def train_max_length(self, stage: str) -> int:
+        """The largest ``max_length`` of the models that train on a stage's data (a model with a smaller one cuts
+        its batches), the length limit of binarizing it."""
+        models = self.models if stage == BASELINE else self.backtranslation.models
+        return max(self.models[model].training.max_length for model in models)
+
+    def describe_data(self, stage: str) -> str:
+        """The data column of the result table: ``parallel``, or e.g. ``parallel+bt (sample-top10, tagged)``."""
+        return "parallel" if stage == BASELINE else self.backtranslation.variants[stage].describe()
+
+    def system_row(self, pair: str, test: str, run: Run, hyp: str, ref: str) -> dict[str, Any]:
+        """What identifies a row of the result table, and its translation ``hyp`` of the reference ``ref``
+        (significance tests name the translations they compare)."""
+        model = self.models[run.model]
+        row = {
+            "pair": pair,
+            "testset": test,
+            "model": model.name,
+            "arch": model.arch,
+            "preset": model.preset,
+            "stage": run.stage,
+            "data": self.describe_data(run.stage),
+            "seed": ENSEMBLE if run.name == ENSEMBLE else self.run_seeds(run.name)[0],
+            "hyp": hyp,
+            "ref": ref,
+        }
+        if run.name == ENSEMBLE:
+            row["members"] = len(self.seeds)
+        return row
+
+
+def load_experiment(config: dict[str, Any]) -> Experiment:
+    """Build the experiment from a config that its JSON schema validated and filled with defaults.
+
+    :param config: the workflow config (Snakemake's ``config`` after ``validate``)
+    :return: the experiment
+    :raises ConfigError: one line naming the key, on a value nmt rejects or a name that refers to nothing
+    """
+    corpora = {name: from_dict(CorpusConfig, spec, f"corpora.{name}") for name, spec in config["corpora"].items()}
+    cleaning = from_dict(CleanConfig, config["cleaning"], "cleaning")
+    subword = from_dict(SubwordConfig, config["subword"], "subword")
+    decoding = from_dict(DecodeConfig, config["decoding"], "decoding")
+    models = {
+        name: load_model(name, options, config["training"], f"models.{name}")
+        for name, options in config["models"].items()
+    }
+    data = DataRoles(
+        tuple(config["data"]["train"]),
+        config["data"]["dev"],
+        tuple(config["data"]["test"]),
+        tuple(config["data"]["mono"]),
+    )
+    check_data(data, corpora, config["pairs"])
+    backtranslation = load_backtranslation(config["backtranslation"], config["training"], models, data)
+    tables = from_dict(TablesConfig, config["tables"], "tables")
+    if tables.baseline is not None and tables.baseline not in models:
+        raise ConfigError(f"tables.baseline: '{tables.baseline}' is not a key of models")
+    return Experiment(
+        pairs=tuple(config["pairs"]),
+        corpora=corpora,
+        data=data,
+        cleaning=cleaning,
+        subword=subword,
+        models=models,
+        backtranslation=backtranslation,
+        decoding=decoding,
+        seeds=tuple(config["seeds"]),
+        tables=tables,
+    )
+
+
+def load_model(name: str, options: dict[str, Any], training: dict[str, Any], where: str) -> Model:
+    """A model entry (``arch``, ``preset``, architecture keys, ``training``): each model trains with the shared
+    ``training`` section, updated by its own ``training:`` keys.
+
+    :param where: the config path of the entry, named in errors, e.g. ``models.transformer``
+    """
+    own_training = options.get("training", {})
+    train_config = from_dict(TrainConfig, {**training, **own_training}, f"{where}.training")
+    options = {k: v for k, v in options.items() if k != "training"}
+    arch, arch_config = resolve_model_options(options, where)
+    return Model(name, options, arch, arch_config, train_config)
+
+
+def load_backtranslation(
+    section: dict[str, Any], training: dict[str, Any], models: dict[str, Model], data: DataRoles
+) -> Backtranslation:
+    """The ``backtranslation`` section: its models must be keys of ``models``, and it needs ``data.mono``."""
+    for name in section["models"]:
+        if name not in models:
+            raise ConfigError(f"backtranslation.models: '{name}' is not a key of models")
+    if section["models"] and not data.mono:
+        raise ConfigError("backtranslation.models: back-translation needs monolingual corpora in data.mono")
+    reverse = load_model("reverse", section["reverse_model"], training, "backtranslation.reverse_model")
+    variants = {}
+    for name, variant in section["variants"].items():
+        where = f"backtranslation.variants.{name}"
+        generation = from_dict(DecodeConfig, variant.get("generation"), f"{where}.generation")
+        synthetic = from_dict(SyntheticConfig, {k: v for k, v in variant.items() if k != "generation"}, where)
+        variants[name] = Variant(name, generation, synthetic)
+    return Backtranslation(
+        models=tuple(section["models"]),
+        reverse=reverse,
+        variants=variants,
+        max_sentences=section["max_sentences"],
+        chunk_lines=section["chunk_lines"],
+        seed=section["seed"],
+    )
+
+
+def check_data(data: DataRoles, corpora: dict[str, CorpusConfig], pairs: list[str]) -> None:
+    """Raise ConfigError on a data role that names an undefined corpus, trains on a dev/test set, or a pair whose
+    languages a corpus cannot provide (a TSV file without a column for one)."""
+    roles = {"train": data.train, "dev": (data.dev,), "test": data.test, "mono": data.mono}
+    for role, names in roles.items():
+        for name in names:
+            if name not in corpora:
+                raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
+            if role in ("train", "mono") and name in data.eval_sets:
+                raise ConfigError(f"data.{role}: corpus '{name}' is also a dev/test set (data.dev, data.test)")
+    for pair in pairs:
+        src, trg = pair.split("-")
+        if src == trg:
+            raise ConfigError(f"pairs: '{pair}' translates a language into itself")
+        needs = [(name, lang) for name in data.train + data.eval_sets for lang in (src, trg)]
+        for name, lang in needs + [(name, trg) for name in data.mono]:
+            columns = corpora[name].tsv_columns
+            if columns and lang not in columns:
+                raise ConfigError(f"corpora.{name}.tsv_columns: no column for '{lang}' (needed by pair {pair})")

@@ -1,0 +1,178 @@
+"""nmt.experiment: the experiment a workflow config describes, built and checked without running Snakemake."""
+
+import copy
+
+import pytest
+import yaml
+from conftest import REPO
+from snakemake.utils import validate  # the schema call of workflow/rules/common.smk: it fills in the defaults
+
+from nmt.config import ModelMeta
+from nmt.errors import ConfigError
+from nmt.experiment import Run, System, load_experiment, read_overrides, reject_training_seeds
+
+TINY = yaml.safe_load((REPO / "tests/integration/config.yaml").read_text())
+SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
+SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def experiment_of(**sections):
+    """The tiny end-to-end config with whole sections replaced, validated by the schema like the workflow's."""
+    config = copy.deepcopy(TINY) | copy.deepcopy(sections)
+    validate(config, str(SCHEMA_PATH))
+    return load_experiment(config)
+
+
+def test_tiny_config_systems_and_runs():
+    experiment = experiment_of()
+    assert experiment.langs == ["de", "en"] and experiment.pairs == ("en-de",)
+    assert experiment.stages == ["baseline", "bt_beam", "bt_sample_tagged"]
+    assert experiment.runs == ["seed1", "seed2", "ensemble"]
+    assert experiment.baseline == "transformer"  # no tables.baseline: the first model
+    assert experiment.systems == [
+        System("transformer", "baseline"),
+        System("rnn", "baseline"),
+        System("convs2s", "baseline"),
+        System("transformer", "bt_beam"),
+        System("transformer", "bt_sample_tagged"),
+    ]
+    assert len(experiment.scored_runs()) == 5 * 3
+    assert experiment.run_seeds("ensemble") == [1, 2] and experiment.run_seeds("seed2") == [2]
+    # The paired bootstrap: the baseline's first seed first, its other seed left out, its ensemble tested.
+    compared = experiment.compared_runs()
+    assert compared[0] == Run("transformer", "baseline", "seed1") and len(compared) == 1 + 1 + 4 * 3
+    assert Run("transformer", "baseline", "seed2") not in compared
+    assert Run("transformer", "baseline", "ensemble") in compared
+    # The data column of the result table (as the end-to-end test finds it in scores.csv).
+    assert [experiment.describe_data(stage) for stage in experiment.stages] == [
+        "parallel",
+        "parallel+bt (beam2)",
+        "parallel+bt (sample-top5, tagged, real x2)",
+    ]
+
+
+def test_tables_baseline_and_a_single_seed():
+    experiment = experiment_of(seeds=[7], tables={"baseline": "rnn"})
+    assert experiment.runs == ["seed7"] and experiment.baseline == "rnn"
+    assert experiment.compared_runs()[:2] == [Run("rnn", "baseline", "seed7"), Run("transformer", "baseline", "seed7")]
+
+
+def test_models_with_their_training():
+    models = {
+        "t": {"arch": "transformer", "preset": "tiny", "d_model": 32, "training": {"max_length": 64, "lr": 0.01}},
+        "r": {"arch": "rnn", "preset": "tiny", "training": {"threads": 3, "init_from": "old/model"}},
+    }
+    experiment = experiment_of(models=models, backtranslation={"models": ["t"]})
+    t, r = experiment.models["t"], experiment.models["r"]
+    assert t.arch == "transformer" and t.config.d_model == 32 and t.config.n_heads == 2  # the preset, overridden
+    assert t.options == {"arch": "transformer", "preset": "tiny", "d_model": 32}  # what training builds it from
+    assert t.training.lr == 0.01 and t.training.max_steps == 40  # its own key, and the shared training section
+    assert r.training.lr == 0.002 and r.preset == "tiny"
+    assert experiment.model_options("t") is t.options
+    # One run: its seed and dev BLEU language; threads 0 (the default) is the job's, a set value stays.
+    run = experiment.training("t", 2, "de", threads=8)
+    assert (run.seed, run.trg_lang, run.threads, run.lr) == (2, "de", 8, 0.01)
+    assert experiment.training("r", 1, "de", threads=8).threads == 3
+    assert experiment.init_files("r") == ["old/model/model.pt"] and experiment.init_files("t") == []
+    # Binarized once per stage, at the longest max_length of the models training on it.
+    assert experiment.train_max_length("baseline") == 128 and experiment.train_max_length("bt_beam") == 64
+
+
+def test_backtranslation_settings():
+    experiment = experiment_of()
+    bt = experiment.backtranslation
+    assert bt.models == ("transformer",) and (bt.max_sentences, bt.chunk_lines, bt.seed) == (300, 100, 1)
+    assert bt.reverse.arch == "transformer" and bt.reverse.options == {"arch": "transformer", "preset": "tiny"}
+    reverse = experiment.reverse_training("en", threads=4)
+    assert (reverse.trg_lang, reverse.threads) == ("en", 4)
+    # Each part of the monolingual text samples with its own seed.
+    assert [experiment.generation("bt_sample_tagged", part).seed for part in ("0000", "0002")] == [1, 3]
+    assert experiment.generation("bt_beam", "0001").beam_size == 2
+    assert experiment.synthetic("bt_sample_tagged").upsample_real == 2
+    assert experiment.model_meta("en", "de", "bt_sample_tagged") == ModelMeta("en", "de", True, tagged_bt=True)
+    assert experiment.model_meta("en", "de", "bt_beam") == ModelMeta("en", "de", True, tagged_bt=False)
+    assert experiment.reverse_meta("en", "de") == ModelMeta("de", "en", True, tagged_bt=False)
+    assert experiment.mono_sources("de") == [
+        "https://raw.githubusercontent.com/multi30k/dataset/master/data/task2/raw/train.1.de.gz"
+    ]
+
+
+def test_system_row():
+    experiment = experiment_of()
+    row = experiment.system_row("en-de", "test", Run("transformer", "bt_beam", "seed2"), "hyp.de", "ref.de")
+    assert row == {
+        "pair": "en-de",
+        "testset": "test",
+        "model": "transformer",
+        "arch": "transformer",
+        "preset": "tiny",
+        "stage": "bt_beam",
+        "data": "parallel+bt (beam2)",
+        "seed": 2,
+        "hyp": "hyp.de",
+        "ref": "ref.de",
+    }
+    ensemble = experiment.system_row("en-de", "test", Run("rnn", "baseline", "ensemble"), "h", "r")
+    assert (ensemble["seed"], ensemble["members"], ensemble["data"]) == ("ensemble", 2, "parallel")
+
+
+DATA = {"train": ["multi30k_train"], "dev": "multi30k_val", "test": ["test_2016_flickr"], "mono": ["multi30k_mono1"]}
+TSV = {"url": "v.tsv", "tsv_columns": {"en": 0}}
+
+
+@pytest.mark.parametrize(
+    "sections, message",
+    [
+        # Data roles refer to corpora, never train on a dev/test set, and every pair's languages exist.
+        ({"data": {**DATA, "train": ["nope"]}}, "data.train: corpus 'nope' is not defined under corpora"),
+        ({"data": {**DATA, "test": ["nope"]}}, "data.test: corpus 'nope' is not defined under corpora"),
+        ({"data": {**DATA, "mono": ["multi30k_val"]}}, "data.mono: corpus 'multi30k_val' is also a dev/test set"),
+        ({"pairs": ["en-en"]}, "pairs: 'en-en' translates a language into itself"),
+        (
+            {"corpora": {**TINY["corpora"], "multi30k_val": TSV}},
+            "corpora.multi30k_val.tsv_columns: no column for 'de' (needed by pair en-de)",
+        ),
+        # Back-translation models are models, and need monolingual data.
+        ({"backtranslation": {"models": ["lstm"]}}, "backtranslation.models: 'lstm' is not a key of models"),
+        ({"data": {**DATA, "mono": []}}, "backtranslation.models: back-translation needs monolingual corpora"),
+        ({"tables": {"baseline": "lstm"}}, "tables.baseline: 'lstm' is not a key of models"),
+        # Values the schema lets through and nmt's dataclasses reject.
+        ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
+        ({"models": {"t": {"arch": "rnn", "preset": "huge"}}}, "models.t.preset: 'huge' is not a rnn preset"),
+        ({"models": {"t": {"arch": "rnn", "training": {"lr": "x"}}}}, "models.t.training.lr: expected float, got 'x'"),
+        (
+            {"backtranslation": {"models": [], "reverse_model": {"arch": "rnn", "layers": 2}}},
+            "backtranslation.reverse_model: unknown key 'layers'",
+        ),
+        (
+            {"backtranslation": {"variants": {"bt": {"generation": {"method": "nucleus"}}}}},
+            "backtranslation.variants.bt.generation.method: 'nucleus' is not one of",
+        ),
+        ({"corpora": {**TINY["corpora"], "x": {"url": "https://a/b.txt"}}}, "corpora.x: 'https://a/b.txt' needs a"),
+    ],
+)
+def test_errors_are_one_line_naming_the_key(sections, message):
+    with pytest.raises(ConfigError) as excinfo:
+        experiment_of(**sections)
+    assert message in str(excinfo.value) and "\n" not in str(excinfo.value)
+
+
+def test_command_line_overrides_are_read_as_yaml():
+    schema = SCHEMA["properties"]
+    # Snakemake gives nested --config values as strings: read them as the config file would give them.
+    assert read_overrides(["1", "2"], schema["seeds"], "seeds") == [1, 2]
+    assert read_overrides({"max_steps": "100"}, schema["training"], "training") == {"max_steps": 100}
+    assert read_overrides({"t": {"arch": "rnn", "d_model": "8"}}, schema["models"], "models") == {
+        "t": {"arch": "rnn", "d_model": 8}
+    }
+    # A string where the schema wants one stays a string ("1.0" is a version, not a number).
+    opus = read_overrides({"x": {"version": "1.0"}}, schema["corpora"], "corpora")
+    assert opus == {"x": {"version": "1.0"}}
+    with pytest.raises(ConfigError, match=r"^key 'seeds': --config value '\[1, 2' is not YAML"):
+        read_overrides("[1, 2", schema["seeds"], "seeds")
+
+
+def test_training_seed_is_rejected():
+    reject_training_seeds({"training": {"lr": 1}, "models": {"t": {"arch": "rnn"}}})
+    with pytest.raises(ConfigError, match="key 'models.t.training.seed': set the top-level list 'seeds'"):
+        reject_training_seeds({"models": {"t": {"arch": "rnn", "training": {"seed": 2}}}})
