@@ -28,6 +28,8 @@ from collections import deque
 from datetime import datetime
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 MULTI30K = "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 # Multi30k pairs glued into one pair of WMT news length: 2 to 6 (mean 2.3, about 28 English words). Never
@@ -141,11 +143,24 @@ def log_times(log: Path) -> dict[int, float]:
     return times
 
 
+def torchrun_argv(processes: int, nmt_args: list[str]) -> list[str]:
+    """:func:`nmt.distributed.torchrun_command`, asked of a child process.
+
+    This process must not import torch: a child's ``ru_maxrss`` starts at its parent's resident
+    size (Linux copies the parent's high-water mark on fork and exec), so a parent holding torch's
+    200 MB would put a floor under every later stage's peak RSS.
+    """
+    code = (
+        "import json, sys; from nmt.distributed import torchrun_command;"
+        "print(json.dumps(torchrun_command(int(sys.argv[1]), json.loads(sys.argv[2]))))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-c", code, str(processes), json.dumps(nmt_args)]
+    return json.loads(subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout)
+
+
 def train_stage(work: Path, args: argparse.Namespace) -> dict:
     """Start training (small Transformer, 2 processes) on the binarized data; measure memory and timing."""
-    sys.path.insert(0, str(REPO))
-    from nmt.distributed import torchrun_command
-
     for side in ("en", "de"):  # a small dev set: validation is not what is measured here
         with open(work / f"clean.{side}", encoding="utf-8") as f, open(work / f"dev.{side}", "w") as dev:
             dev.writelines(line for _, line in zip(range(50), f, strict=False))
@@ -157,7 +172,7 @@ def train_stage(work: Path, args: argparse.Namespace) -> dict:
     model_dir, log = work / "model", work / "train.log"
     shutil.rmtree(model_dir, ignore_errors=True)
     log.unlink(missing_ok=True)
-    argv = torchrun_command(2, [
+    argv = torchrun_argv(2, [
         "train", "--model-options", json.dumps({"arch": "transformer", "preset": "small"}),
         "--training", json.dumps(training), "--train-data", str(work / "bin" / "train"),
         "--dev-src", str(work / "dev.en"), "--dev-ref", str(work / "dev.de"), "--src-spm", str(work / "spm.en.model"),
@@ -249,6 +264,12 @@ def summarize(workdir: Path, sizes: list[int]) -> None:
         print(f"RssAnon growth per training pair: {growth:.1f} bytes")
 
 
+def preset_spm_sentences() -> int:
+    """The sentencepiece sample of the WMT14 en-de preset (``subword.input_sentence_size``)."""
+    preset = yaml.safe_load((REPO / "workflow/presets/wmt14_en_de.yaml").read_text(encoding="utf-8"))
+    return preset["subword"]["input_sentence_size"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, nargs="+", default=[1_000_000, 5_000_000])
@@ -257,7 +278,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2, help="threads of cleaning, sentencepiece and binarize")
     parser.add_argument("--vocab-size", type=int, default=32000, help="the WMT presets' joint vocabulary")
-    parser.add_argument("--spm-sentences", type=int, default=10_000_000, help="the presets' input_sentence_size")
+    parser.add_argument("--spm-sentences", type=int, default=preset_spm_sentences(), help="the WMT presets' sample")
     parser.add_argument("--max-length", type=int, default=128, help="subwords per sentence (training's default)")
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=STAGES, help="later ones reuse earlier outputs")
     parser.add_argument("--updates", type=int, default=20, help="training updates")

@@ -20,10 +20,8 @@ class EncodedCorpus:
 
     def __init__(self, ids: np.ndarray, offsets: np.ndarray) -> None:
         self.ids = ids
-        self.offsets = offsets  # may be memory-mapped (nmt.binarize): computed in chunks, to keep no int64 copy
-        self.lengths = np.empty(len(offsets) - 1, dtype=np.int32)
-        for start in range(0, len(self.lengths), 1 << 20):
-            self.lengths[start : start + (1 << 20)] = np.diff(offsets[start : start + (1 << 20) + 1])
+        self.offsets = offsets  # may be memory-mapped (nmt.binarize)
+        self.lengths = _lengths(offsets)
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -43,6 +41,20 @@ class EncodedCorpus:
             ids[offsets[i] : offsets[i + 1] - 1] = p
             ids[offsets[i + 1] - 1] = EOS
         return cls(ids, offsets)
+
+
+def _lengths(offsets: np.ndarray) -> np.ndarray:
+    """Sentence lengths (N,) from ``offsets`` (N + 1,): uint16 when every length fits, else int32.
+
+    Computed in chunks, so a memory-mapped ``offsets`` is never copied whole; 2 bytes per sentence
+    is what a training process keeps of a corpus besides the memory-mapped files.
+    """
+    n, chunk = len(offsets) - 1, 1 << 20
+    longest = max((int(np.diff(offsets[s : s + chunk + 1]).max()) for s in range(0, n, chunk)), default=0)
+    lengths = np.empty(n, dtype=np.uint16 if longest <= np.iinfo(np.uint16).max else np.int32)
+    for start in range(0, n, chunk):
+        lengths[start : start + chunk] = np.diff(offsets[start : start + chunk + 1])
+    return lengths
 
 
 def read_corpus(paths: str | Path | list[str | Path]) -> list[str]:
@@ -151,6 +163,8 @@ def token_batches(
     """
     rng = np.random.default_rng([seed, epoch])
     order = np.lexsort((rng.random(len(trg_lengths)), src_lengths, trg_lengths))
+    if len(order) < 2**31:  # the epoch's order stays alive with its batches: 4 bytes per sentence, not 8
+        order = order.astype(np.int32)
     longest = np.maximum(src_lengths, trg_lengths)[order]  # (N,) padded length of each sentence, in sorted order
     batches, start = [], 0
     while start < len(order):  # a loop over batches; numpy does the sentences

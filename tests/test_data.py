@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nmt.data import BOS, EOS, PAD, ParallelData, make_batch, pad, token_batches
+from nmt.data import BOS, EOS, PAD, EncodedCorpus, ParallelData, make_batch, pad, token_batches
 from nmt.errors import DataError
 from nmt.subword import load_subword
 
@@ -119,3 +119,20 @@ def test_token_batches_equal_the_sentence_loop(shape, batch_tokens):
             assert len(new) == len(old)
             assert all(np.array_equal(a, b) for a, b in zip(new, old, strict=True))
     assert token_batches(np.zeros(0, np.int32), np.zeros(0, np.int32), 100, 1, 1) == []
+
+
+def test_what_a_training_process_keeps_per_pair_is_narrow():
+    """Lengths are uint16 and the epoch's order int32 (4.8M WMT pairs: 13 bytes per pair kept, not 25),
+    with the same batches; a length beyond uint16 widens to int32 instead of wrapping."""
+    rng = np.random.default_rng(0)
+    offsets = np.concatenate([[0], np.cumsum(rng.integers(1, 100, 5000))]).astype(np.int64)
+    corpus = EncodedCorpus(np.zeros(offsets[-1], dtype=np.int32), offsets)
+    assert corpus.lengths.dtype == np.uint16
+    np.testing.assert_array_equal(corpus.lengths, np.diff(offsets))
+    wide = np.array([0, 3, 3 + 70_000], dtype=np.int64)
+    assert EncodedCorpus(np.zeros(wide[-1], dtype=np.int32), wide).lengths.tolist() == [3, 70_000]
+    trg = rng.integers(1, 100, 5000).astype(np.uint16)
+    batches = token_batches(corpus.lengths, trg, 2000, seed=1, epoch=2)
+    assert all(b.dtype == np.int32 for b in batches)
+    wide_batches = token_batches(corpus.lengths.astype(np.int64), trg.astype(np.int64), 2000, seed=1, epoch=2)
+    assert [b.tolist() for b in batches] == [b.tolist() for b in wide_batches]

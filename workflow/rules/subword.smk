@@ -14,8 +14,8 @@ rule train_subword:
     log:
         "results/logs/train_subword/{src}-{trg}.log",
     threads: 2
-    # sentencepiece holds its sample of input_sentence_size sentences: 507 MB peak RSS at 1M sentences,
-    # 977 MB at 2M (benchmarks/scale.py, WMT-length lines), so the WMT presets' 10M need about 4.7 GB.
+    # sentencepiece holds its sample of input_sentence_size sentences: about 470 MB per million WMT-length
+    # sentences (benchmarks/scale.py: 3.2 GB at the WMT presets' 6M, 4.7 GB at 10M).
     resources:
         mem_mb=per_attempt(8000),
         runtime=per_attempt(60),
