@@ -281,7 +281,7 @@ def main() -> None:
     parser.add_argument("--spm-sentences", type=int, default=preset_spm_sentences(), help="the WMT presets' sample")
     parser.add_argument("--max-length", type=int, default=128, help="subwords per sentence (training's default)")
     parser.add_argument("--stages", nargs="+", choices=STAGES, default=STAGES, help="later ones reuse earlier outputs")
-    parser.add_argument("--updates", type=int, default=20, help="training updates")
+    parser.add_argument("--updates", type=int, default=60, help="training updates (the peak needs a long batch)")
     parser.add_argument("--batch-tokens", type=int, default=4096)
     args = parser.parse_args()
     sizes = args.pairs
