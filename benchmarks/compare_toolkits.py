@@ -1,7 +1,7 @@
-"""Training and decoding speed of our pipeline against Joey NMT 2.3.0 and OpenNMT-py 3.5.1; prints tables.
+"""Training and decoding speed of our pipeline against Joey NMT 2.3.0, OpenNMT-py 3.5.1 and fairseq 0.12; prints tables.
 
     python benchmarks/compare_toolkits.py --mirror ../shared/data/mirror --updates 1000 --repeats 3 \
-        --budget-minutes 10 [--size small] [--systems ours ours-bf16 joeynmt opennmt ctranslate2]
+        --budget-minutes 10 [--size small] [--systems ours ours-bf16 joeynmt opennmt fairseq ctranslate2]
 
 Every system trains the same Transformer in fp32 (``--size tiny``, the default: 2+2 layers, d_model 128,
 4 heads, FFN 512, about 1,024 tokens per batch, 500 warm-up updates to 7e-4; ``--size small``: the
@@ -42,12 +42,13 @@ from pathlib import Path
 import sacrebleu
 from toolkits.command import CommandFailed, Toolkit, run_measured
 from toolkits.ct2 import COMPUTE_TYPES, CTranslate2
+from toolkits.fairseq import Fairseq
 from toolkits.joeynmt import JoeyNMT
 from toolkits.opennmt import OpenNMT, final_checkpoint
 from toolkits.ours import Ours
 from toolkits.task import SIZES, Setup, Task, prepare_multi30k, prepare_synthetic, setup_of_size
 
-TRAINING_SYSTEMS = ["ours", "ours-bf16", "joeynmt", "opennmt"]
+TRAINING_SYSTEMS = ["ours", "ours-bf16", "joeynmt", "opennmt", "fairseq"]
 
 PARAMETERS_FP32_FLOPS = 6  # forward + backward FLOPs per parameter and target token
 
@@ -316,6 +317,7 @@ def main() -> None:
         "ours-bf16": Ours("on"),
         "joeynmt": JoeyNMT(),
         "opennmt": OpenNMT(),
+        "fairseq": Fairseq(),
     }
     systems = [s for s in toolkits if s in args.systems]
     for system in systems:
