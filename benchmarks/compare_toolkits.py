@@ -48,6 +48,9 @@ from toolkits.opennmt import OpenNMT, final_checkpoint
 from toolkits.ours import Ours
 from toolkits.task import SIZES, Setup, Task, prepare_multi30k, prepare_synthetic, setup_of_size
 
+# --updates by --size: small's 300 updates are meant to keep 3 repeats of every system, with a 10-minute
+# budget, near 2 hours on 2 CPU cores (issue 19; not measured yet).
+DEFAULT_UPDATES = {"tiny": 1000, "small": 300}
 TRAINING_SYSTEMS = ["ours", "ours-bf16", "joeynmt", "opennmt", "fairseq"]
 
 PARAMETERS_FP32_FLOPS = 6  # forward + backward FLOPs per parameter and target token
@@ -294,7 +297,7 @@ def main() -> None:
         help="ours-bf16 (ours with bf16: on) needs ours; ctranslate2 (decoding only) needs opennmt",
     )
     parser.add_argument("--size", default="tiny", choices=list(SIZES), help="the model and batch of every system")
-    parser.add_argument("--updates", type=int, default=1000)
+    parser.add_argument("--updates", type=int, help="updates per training run (default: 1000 tiny, 300 small)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--budget-minutes", type=float, default=0.0, help="also compare BLEU at this wall clock")
     parser.add_argument("--no-greedy", action="store_true", help="skip the greedy decoding")
@@ -307,6 +310,8 @@ def main() -> None:
         parser.error("--systems: ours-bf16 is an extra row next to ours (fp32); add ours")
     if "ctranslate2" in args.systems and "opennmt" not in args.systems:
         parser.error("--systems: ctranslate2 decodes with the OpenNMT-py model of each repeat; add opennmt")
+    if args.updates is None:
+        args.updates = DEFAULT_UPDATES[args.size]
     work = args.work.resolve()
     setup = setup_of_size(args.size, args.threads)
     task = (
