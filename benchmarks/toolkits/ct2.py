@@ -14,6 +14,10 @@ Known differences from our search that no option removes:
   Joey's; with alpha 1 that is the mean log-probability per token.
 - One output length limit per batch (ours: per sentence); ``ct2_translate.py`` takes ours for the
   batch's longest source.
+
+Check of the conversion (``--task synthetic --systems opennmt ctranslate2 --updates 400 --repeats 1``):
+greedy float32 output equal to onmt_translate's on 197 of the 200 test sentences (int8: 184), beam 5 on 86
+(the length penalties differ).
 """
 
 import sys

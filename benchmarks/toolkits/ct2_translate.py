@@ -21,8 +21,13 @@ def main() -> None:
         chunk = src[start : start + int(batch)]
         # One limit per batch: ours (1.5 x source with EOS + 10) for the batch's longest source, minus the EOS.
         limit = int(1.5 * (max(len(s) for s in chunk) + 1) + 10) - 1
+        # min_decoding_length 0: an empty output is allowed, as in ours and OpenNMT-py (CTranslate2's default 1).
         results = translator.translate_batch(
-            chunk, beam_size=int(beam_size), length_penalty=float(length_penalty), max_decoding_length=limit
+            chunk,
+            beam_size=int(beam_size),
+            length_penalty=float(length_penalty),
+            max_decoding_length=limit,
+            min_decoding_length=0,
         )
         out += [" ".join(r.hypotheses[0]) + "\n" for r in results]
     sys.stdout.buffer.write("".join(out).encode("utf-8"))
