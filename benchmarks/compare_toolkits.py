@@ -1,15 +1,20 @@
-"""Training and decoding speed of our pipeline against Joey NMT 2.3.0 and OpenNMT-py 3.5.1; prints tables.
+"""Training and decoding speed of our pipeline against Joey NMT 2.3.0, OpenNMT-py 3.5.1 and fairseq 0.12; prints tables.
 
     python benchmarks/compare_toolkits.py --mirror ../shared/data/mirror --updates 1000 --repeats 3 \
-        --budget-minutes 10
+        --budget-minutes 10 [--size small] [--systems ours ours-bf16 joeynmt opennmt fairseq ctranslate2]
 
-Every system trains the same Transformer (2+2 layers, d_model 128, 4 heads, FFN 512, dropout 0.1,
-label smoothing 0.1, Adam with 500 warm-up updates then inverse square root, about 1,024 tokens
-per batch, see ``toolkits/task.py``) on the same sentencepiece pieces of Multi30k en->de (or of a
-tiny synthetic task, ``--task synthetic``), on the CPU with the same number of threads. The peers
-are installed into their own virtual environments under ``--work`` the first time (torch pinned
-to 2.13.0). The systems run one after the other, in a rotated order in each repeat, and the
-harness itself measures every process: wall time and peak RSS.
+Every system trains the same Transformer in fp32 (``--size tiny``, the default: 2+2 layers, d_model 128,
+4 heads, FFN 512, about 1,024 tokens per batch, 500 warm-up updates to 7e-4; ``--size small``: the
+default model of ``config.yaml``, 3+3 layers, d_model 256, 4 heads, FFN 1024, 2,048 tokens per batch,
+200 warm-up updates to 5e-4; both with dropout 0.1, label smoothing 0.1, Adam then inverse square root,
+see ``toolkits/task.py``) on the same sentencepiece pieces of Multi30k en->de (or of a tiny synthetic
+task, ``--task synthetic``), on the CPU with the same number of threads. ``ours-bf16`` is an extra row:
+ours with ``bf16: on`` (bfloat16 autocast in training and decoding). The peers are installed into their
+own virtual environments under ``--work`` the first time (torch pinned to 2.13.0). The systems run one
+after the other, in a rotated order in each repeat, and the harness itself measures every process:
+wall time and peak RSS. ``ctranslate2`` is a decoding peer: after each OpenNMT-py run, its checkpoint is
+converted for CTranslate2 and decodes the test set with compute types float32 and int8
+(``toolkits/ct2.py``), in a table of its own.
 
 Figures per system (medians over the repeats):
 
@@ -23,8 +28,8 @@ Figures per system (medians over the repeats):
   same wall-clock budget: each system trains for as many updates as fit in ``--budget-minutes``
   at its own measured seconds per update.
 
-Raw measurements go to ``<work>/runs/<task>/<name>/results.json``, next to every run's logs, configs and
-hypotheses. Ratios are ours/peer (above 1: ours is faster).
+Raw measurements go to ``<work>/runs/<task>/<name>/results.json`` (``<task>-<size>`` for sizes other
+than tiny), next to every run's logs, configs and hypotheses. Ratios are ours/peer (above 1: ours is faster).
 """
 
 import argparse
@@ -36,10 +41,17 @@ from pathlib import Path
 
 import sacrebleu
 from toolkits.command import CommandFailed, Toolkit, run_measured
+from toolkits.ct2 import COMPUTE_TYPES, CTranslate2
+from toolkits.fairseq import Fairseq
 from toolkits.joeynmt import JoeyNMT
-from toolkits.opennmt import OpenNMT
+from toolkits.opennmt import OpenNMT, final_checkpoint
 from toolkits.ours import Ours
-from toolkits.task import Setup, Task, prepare_multi30k, prepare_synthetic
+from toolkits.task import SIZES, Setup, Task, prepare_multi30k, prepare_synthetic, setup_of_size
+
+# --updates by --size: small's 300 updates are meant to keep 3 repeats of every system, with a 10-minute
+# budget, near 2 hours on 2 CPU cores (issue 19; not measured yet).
+DEFAULT_UPDATES = {"tiny": 1000, "small": 300}
+TRAINING_SYSTEMS = ["ours", "ours-bf16", "joeynmt", "opennmt", "fairseq"]
 
 PARAMETERS_FP32_FLOPS = 6  # forward + backward FLOPs per parameter and target token
 
@@ -63,6 +75,20 @@ class Run:
     @property
     def tokens_per_second(self) -> float:
         return self.train_tokens / self.update_seconds
+
+
+@dataclass
+class DecodeRun:
+    """A decoding peer's conversion of one training run's model and its decoding of the test set."""
+
+    system: str
+    repeat: int
+    trained_by: str
+    convert_seconds: float
+    beam_seconds: float
+    greedy_seconds: float | None
+    decode_rss_mb: float
+    bleu: float
 
 
 def bleu(task: Task, hyps: list[str]) -> float:
@@ -107,6 +133,32 @@ def train_and_decode(
         beam.peak_rss_mb,
         score,
     )
+
+
+def convert_and_decode(
+    decoders: list[CTranslate2], task: Task, setup: Setup, onmt_run: Path, repeat: int, greedy: bool
+) -> list[DecodeRun]:
+    """Convert the OpenNMT-py checkpoint of ``onmt_run`` for CTranslate2 once; decode with each compute type."""
+    model = onmt_run / "ct2-model"
+    converted = run_measured(CTranslate2.convert(final_checkpoint(onmt_run), model), onmt_run / "ct2-convert.log")
+    runs = []
+    for decoder in decoders:
+        print(f"  {decoder.name}: decoding with the model of {onmt_run.name}", flush=True)
+        out = onmt_run / f"test.beam.{decoder.name}.out"
+        beam = run_measured(
+            decoder.translate(task, setup, model, setup.beam_size, out), onmt_run / f"{decoder.name}.beam.log"
+        )
+        score, rss = bleu(task, decoder.hypotheses(task, out)), beam.peak_rss_mb
+        greedy_seconds = None
+        if greedy:
+            out = onmt_run / f"test.greedy.{decoder.name}.out"
+            log = onmt_run / f"{decoder.name}.greedy.log"
+            greedy_seconds = run_measured(decoder.translate(task, setup, model, 1, out), log).seconds
+            bleu(task, decoder.hypotheses(task, out))  # checks the line count
+        runs.append(
+            DecodeRun(decoder.name, repeat, "opennmt", converted.seconds, beam.seconds, greedy_seconds, rss, score)
+        )
+    return runs
 
 
 def median(runs: list[Run], key) -> float:
@@ -202,39 +254,86 @@ def print_tables(
         )
 
 
+def print_decode_table(decode_runs: list[DecodeRun], runs: list[Run]) -> None:
+    """Medians per decoding peer, and its beam-5 speed against OpenNMT-py's (same model) and ours."""
+    systems = list(dict.fromkeys(r.system for r in decode_runs))
+    print("\nDecoding peers (the OpenNMT-py model of each repeat, converted); speed ratios: peer/other, above 1: the")
+    print("peer is faster; median over repeats of the ratio within a repeat.\n")
+    header = ["system", "convert s", "beam5 decode s", "greedy decode s", "decode peak RSS MiB", "BLEU"]
+    print("| " + " | ".join([*header, "vs opennmt", "vs ours"]) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for system in systems:
+        rs = [r for r in decode_runs if r.system == system]
+        greedy = [r.greedy_seconds for r in rs if r.greedy_seconds is not None]
+
+        def speedup(other: str, rs=rs) -> str:
+            by_repeat = {r.repeat: r.beam_seconds for r in runs if r.system == other}
+            values = [by_repeat[r.repeat] / r.beam_seconds for r in rs if r.repeat in by_repeat]
+            return f"{statistics.median(values):.2f}x" if values else "-"
+
+        cells = [
+            system,
+            f"{statistics.median(r.convert_seconds for r in rs):.1f}",
+            f"{statistics.median(r.beam_seconds for r in rs):.1f}",
+            f"{statistics.median(greedy):.1f}" if greedy else "-",
+            f"{statistics.median(r.decode_rss_mb for r in rs):.0f}",
+            f"{statistics.median(r.bleu for r in rs):.2f}",
+            speedup("opennmt"),
+            speedup("ours"),
+        ]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="multi30k", choices=["multi30k", "synthetic"])
     parser.add_argument("--mirror", type=Path, help="wget -x mirror of the corpora (default: download)")
     parser.add_argument("--work", type=Path, default=Path("benchmarks/work"), help="venvs, data and runs")
     parser.add_argument(
-        "--systems", nargs="+", default=["ours", "joeynmt", "opennmt"], choices=["ours", "joeynmt", "opennmt"]
+        "--systems",
+        nargs="+",
+        default=["ours", "joeynmt", "opennmt"],
+        choices=[*TRAINING_SYSTEMS, "ctranslate2"],
+        help="ours-bf16 (ours with bf16: on) needs ours; ctranslate2 (decoding only) needs opennmt",
     )
-    parser.add_argument("--updates", type=int, default=1000)
+    parser.add_argument("--size", default="tiny", choices=list(SIZES), help="the model and batch of every system")
+    parser.add_argument("--updates", type=int, help="updates per training run (default: 1000 tiny, 300 small)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--budget-minutes", type=float, default=0.0, help="also compare BLEU at this wall clock")
     parser.add_argument("--no-greedy", action="store_true", help="skip the greedy decoding")
-    parser.add_argument("--bf16", default="off", choices=["off", "on"], help="ours: bf16 autocast on the CPU")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--peak-gflops", type=float, default=200.0, help="the machine's fp32 GEMM peak")
     parser.add_argument("--name", default="", help="a label for the run directories (default: a counter)")
     args = parser.parse_args()
 
+    if "ours-bf16" in args.systems and "ours" not in args.systems:
+        parser.error("--systems: ours-bf16 is an extra row next to ours (fp32); add ours")
+    if "ctranslate2" in args.systems and "opennmt" not in args.systems:
+        parser.error("--systems: ctranslate2 decodes with the OpenNMT-py model of each repeat; add opennmt")
+    if args.updates is None:
+        args.updates = DEFAULT_UPDATES[args.size]
     work = args.work.resolve()
-    setup = Setup(threads=args.threads)
+    setup = setup_of_size(args.size, args.threads)
     task = (
         prepare_synthetic(work / "data") if args.task == "synthetic" else prepare_multi30k(work / "data", args.mirror)
     )
-    toolkits: dict[str, Toolkit] = {"ours": Ours(args.bf16), "joeynmt": JoeyNMT(), "opennmt": OpenNMT()}
+    toolkits: dict[str, Toolkit] = {
+        "ours": Ours("off"),
+        "ours-bf16": Ours("on"),
+        "joeynmt": JoeyNMT(),
+        "opennmt": OpenNMT(),
+        "fairseq": Fairseq(),
+    }
     systems = [s for s in toolkits if s in args.systems]
     for system in systems:
         toolkits[system].install(work / "venvs")
-    runs_root = work / "runs" / task.name
+    decoders = [CTranslate2(c) for c in COMPUTE_TYPES] if "ctranslate2" in args.systems else []
+    runs_root = work / "runs" / (task.name if args.size == "tiny" else f"{task.name}-{args.size}")
     name = args.name or str(sum(1 for _ in runs_root.glob("*")) + 1 if runs_root.exists() else 1)
     runs_root = runs_root / name
-    print(f"{task.name}: runs in {runs_root}", flush=True)
+    print(f"{task.name}, size {args.size}: runs in {runs_root}", flush=True)
 
-    runs = []
+    runs, decode_runs = [], []
     for repeat in range(args.repeats):
         order = systems[repeat % len(systems) :] + systems[: repeat % len(systems)]
         print(f"repeat {repeat + 1}/{args.repeats}: {' '.join(order)}", flush=True)
@@ -245,6 +344,8 @@ def main() -> None:
                     toolkits[system], task, setup, args.updates, run_dir, repeat, greedy=not args.no_greedy
                 )
             )
+            if system == "opennmt" and decoders:
+                decode_runs += convert_and_decode(decoders, task, setup, run_dir, repeat, greedy=not args.no_greedy)
     budget_runs = []
     if args.budget_minutes > 0:
         for system in systems:
@@ -253,10 +354,17 @@ def main() -> None:
             print(f"budget {args.budget_minutes} min: {system} gets {updates} updates", flush=True)
             run_dir = runs_root / f"{system}-budget{args.budget_minutes:g}min"
             budget_runs.append(train_and_decode(toolkits[system], task, setup, updates, run_dir, 0, greedy=False))
-    results = {"task": task.name, "setup": asdict(setup), "runs": [asdict(r) for r in runs + budget_runs]}
+    results = {
+        "task": task.name,
+        "setup": asdict(setup),
+        "runs": [asdict(r) for r in runs + budget_runs],
+        "decode_runs": [asdict(r) for r in decode_runs],
+    }
     (runs_root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     parameters = _our_parameters(runs_root, runs)
     print_tables(runs, budget_runs, systems, args.updates, args.peak_gflops, parameters)
+    if decode_runs:
+        print_decode_table(decode_runs, runs)
 
 
 def _our_parameters(runs_root: Path, runs: list[Run]) -> int | None:

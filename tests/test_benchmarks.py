@@ -11,10 +11,12 @@ import json
 import subprocess
 import sys
 
+import yaml
 from conftest import MIRROR, REPO
 
 from nmt.binarize import BinarizedData
 from nmt.data import EOS
+from nmt.experiment import load_model
 from nmt.subword import load_subword
 
 
@@ -52,6 +54,28 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     assert 12 * 100 < runs[0]["train_tokens"] <= 12 * 1024
     hyps = (tmp_path / "runs" / "synthetic" / "t" / "ours-u12-r1" / "test.beam.out").read_text().splitlines()
     assert len(hyps) == 200
+
+
+def test_compare_toolkits_small_size_is_the_default_transformer_of_config_yaml():
+    # --size small must stay the model and training that config.yaml's users get (issue 19).
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from toolkits.task import Setup, setup_of_size
+    finally:
+        sys.path.pop(0)
+    config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
+    model = load_model("transformer", config["models"]["transformer"], config["training"], "models.transformer")
+    setup, arch, training = setup_of_size("small", threads=2), model.config, model.training
+    assert (setup.enc_layers, setup.dec_layers, setup.d_model, setup.heads, setup.ff_dim, setup.dropout) == (
+        arch.enc_layers, arch.dec_layers, arch.d_model, arch.n_heads, arch.ff_dim, arch.dropout,
+    )  # fmt: skip
+    assert arch.norm == "pre" and arch.share_embeddings and arch.tie_output
+    assert (setup.batch_tokens, setup.lr, setup.warmup) == (training.batch_tokens, training.lr, training.warmup_steps)
+    assert (setup.label_smoothing, setup.clip_norm, setup.adam_eps) == (
+        training.label_smoothing, training.clip_norm, training.adam_eps,
+    )  # fmt: skip
+    assert tuple(setup.adam_betas) == tuple(training.adam_betas)
+    assert setup_of_size("tiny", threads=2) == Setup(threads=2)  # today's benchmark model, unchanged
 
 
 def test_compare_toolkits_prepares_multi30k_from_the_mirror(tmp_path):

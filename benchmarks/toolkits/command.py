@@ -1,7 +1,8 @@
 """What a toolkit adapter gives the harness: the commands to run, and how to read their results.
 
-Every adapter module (``ours``, ``joeynmt``, ``opennmt``) defines a class with the methods of
-:class:`Toolkit`. The harness runs the commands itself, so wall time and peak RSS are measured
+Every adapter module of a training system (``ours``, ``joeynmt``, ``opennmt``, ``fairseq``) defines a
+class with the methods of :class:`Toolkit` (``ct2`` is a decoding peer, run by the harness on its own).
+The harness runs the commands itself, so wall time and peak RSS are measured
 the same way for every toolkit (see :func:`run_measured`).
 """
 

@@ -185,7 +185,7 @@ class OpenNMT:
         """``onmt_translate`` with the final checkpoint on the test source pieces; pieces go to ``out``."""
         argv = [
             self._bin("onmt_translate"),
-            "-model", str(_final_checkpoint(run_dir)),
+            "-model", str(final_checkpoint(run_dir)),
             "-src", str(task.pieces("test", "src")),
             "-output", str(out),
             # Beam size 1 runs BeamSearch with one beam, i.e. argmax at each step (the same output as
@@ -224,7 +224,7 @@ def _count_lines(path: Path) -> int:
         return sum(1 for _ in f)
 
 
-def _final_checkpoint(run_dir: Path) -> Path:
+def final_checkpoint(run_dir: Path) -> Path:
     """``<save_model>_step_<N>.pt`` with the largest N (``models/model_saver.py``)."""
     checkpoints = sorted(run_dir.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
     if not checkpoints:

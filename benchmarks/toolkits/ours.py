@@ -9,10 +9,11 @@ from toolkits.task import Setup, Task
 
 
 class Ours:
-    name = "ours"
+    """Ours in fp32 (``ours``), or with bf16 autocast on the CPU (``ours-bf16``: ``bf16: on``), an extra row."""
 
     def __init__(self, bf16: str = "off") -> None:
         self.bf16 = bf16
+        self.name = "ours-bf16" if bf16 == "on" else "ours"
 
     def install(self, venvs: Path) -> None:
         """Nothing to install: the harness runs in the environment that has ``nmt``."""
@@ -72,6 +73,7 @@ class Ours:
         method = ["--method", "beam", "--beam-size", str(beam_size)] if beam_size > 1 else ["--method", "greedy"]
         argv = [sys.executable, "-m", "nmt", "translate", "--model", str(run_dir / "model"), *method]
         argv += ["--length-penalty", str(setup.alpha), "--batch-size", str(setup.decode_batch), "--device", "cpu"]
+        argv += ["--bf16", self.bf16]
         return Command(argv, env=thread_env(setup.threads), stdin=task.raw("test", "src"), stdout=out)
 
     def hypotheses(self, task: Task, out: Path) -> list[str]:

@@ -8,7 +8,7 @@ Hypotheses in pieces are decoded back to text with the same model before scoring
 
 import gzip
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import sentencepiece as spm
@@ -25,8 +25,9 @@ SPLITS = ("train", "dev", "test")
 
 @dataclass(frozen=True)
 class Setup:
-    """The model and optimisation every toolkit is configured with (issue 7's benchmark)."""
+    """The model and optimisation every toolkit is configured with; the defaults are size ``tiny`` (issue 7)."""
 
+    size: str = "tiny"
     enc_layers: int = 2
     dec_layers: int = 2
     d_model: int = 128
@@ -46,6 +47,23 @@ class Setup:
     decode_batch: int = 64  # sentences
     threads: int = 2
     seed: int = 1
+
+
+# What each ``--size`` changes in Setup, for every system alike. "small" is the pipeline's default model:
+# config.yaml's transformer (preset small of nmt/model_config.py, pre-norm, dropout 0.1) with config.yaml's
+# training batch_tokens, lr and warmup_steps (tests/test_benchmarks.py checks both).
+SIZES: dict[str, dict] = {
+    "tiny": {},
+    "small": {
+        "enc_layers": 3, "dec_layers": 3, "d_model": 256, "heads": 4, "ff_dim": 1024,
+        "batch_tokens": 2048, "lr": 5e-4, "warmup": 200,
+    },
+}  # fmt: skip
+
+
+def setup_of_size(size: str, threads: int) -> Setup:
+    """The Setup of ``size`` (a key of SIZES) with ``threads`` threads per process."""
+    return replace(Setup(), size=size, threads=threads, **SIZES[size])
 
 
 @dataclass(frozen=True)
