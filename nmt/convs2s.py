@@ -14,6 +14,7 @@ from torch.nn.utils.parametrizations import weight_norm
 
 from nmt.attention import masked_softmax
 from nmt.data import PAD
+from nmt.dropout import Dropout
 from nmt.model_config import ConvS2SConfig
 
 
@@ -56,7 +57,7 @@ class ConvS2SEmbedding(nn.Module):
         self.tokens = tokens
         self.positions = nn.Embedding(config.max_positions, tokens.embedding_dim)
         nn.init.normal_(self.positions.weight, std=0.1)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         """Embed ``ids`` (B, L) whose first position is ``start``; returns (B, L, E)."""
@@ -75,7 +76,7 @@ class ConvBlock(nn.Module):
 
     def __init__(self, n_in: int, n_out: int, kernel_size: int, dropout: float) -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.conv = glu_conv(n_in, n_out, kernel_size, dropout)
         self.residual = linear(n_in, n_out) if n_in != n_out else nn.Identity()
         self.kernel_size = kernel_size
@@ -194,7 +195,7 @@ class ConvS2SDecoder(nn.Module):
             for n_in, n_out, k in zip((channels[0], *channels[:-1]), channels, kernels, strict=True)
         )
         self.to_out_emb = linear(channels[-1], config.out_emb_dim)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         if config.tie_output:
             self.output = nn.Linear(config.out_emb_dim, vocab_size)
             self.output.weight = embedding.tokens.weight

@@ -22,6 +22,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.attention import masked_softmax
 from nmt.data import PAD
+from nmt.dropout import Dropout
 from nmt.model_config import RnnConfig
 
 
@@ -112,7 +113,7 @@ class RnnEncoder(nn.Module):
     def __init__(self, embedding: nn.Embedding, config: RnnConfig) -> None:
         super().__init__()
         self.embedding = embedding
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.rnn = make_rnn(config, config.emb_dim, config.enc_layers, config.bidirectional)
         self.sum_directions = config.bidirectional and config.bidir_combine == "sum"
 
@@ -150,7 +151,7 @@ class RnnDecoder(nn.Module):
         super().__init__()
         E, H, K, R = config.emb_dim, config.hidden_size, config.enc_size, config.out_size
         self.embedding = embedding
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.previous_query = config.attention_query == "previous"
         self.input_feeding = config.input_feeding
         self.rnn = make_rnn(config, E + K * self.previous_query + R * self.input_feeding, config.dec_layers)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmt.data import PAD
+from nmt.dropout import Dropout, dropout
 from nmt.model_config import TransformerConfig
 
 
@@ -34,7 +35,7 @@ class TransformerEmbedding(nn.Module):
         nn.init.zeros_(self.tokens.weight[PAD])
         self.scale = math.sqrt(config.d_model)
         self.register_buffer("positions", sinusoid_table(config.max_positions, config.d_model), persistent=False)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         """Embed ``ids`` (B, L) whose first position is ``start``; returns (B, L, D)."""
@@ -101,17 +102,32 @@ class MultiHeadAttention(nn.Module):
         else:
             q, (k, v) = self._heads(self.q(x)), kv
             new_cache = None
-        y = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=mask,
-            dropout_p=self.dropout if self.training else 0.0,
-            # With a cache the single new query may see every cached key, so no causal mask is needed.
-            is_causal=causal and cache is None and L > 1,
-        )
+        # With a cache the single new query may see every cached key, so no causal mask is needed.
+        y = attend(q, k, v, mask, causal and cache is None and L > 1, self.dropout if self.training else 0.0)
         y = y.transpose(1, 2).reshape(B, L, D)
         return self.out(y), new_cache
+
+
+def attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, causal: bool, p: float
+) -> torch.Tensor:
+    """softmax(q k^T / sqrt(D/H)) v with dropout ``p`` on the weights; q (B, H, L, D/H), k and v (B, H, S, D/H).
+
+    torch's fused ``scaled_dot_product_attention``, except with dropout on the CPU: there torch
+    computes the weights anyway, and writing it out lets them take :func:`nmt.dropout.dropout`'s masks.
+
+    :param mask: bool, True where attention is allowed, broadcastable to (B, H, L, S)
+    :return: (B, H, L, D/H)
+    """
+    if p == 0.0 or q.device.type != "cpu":
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
+    scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (B, H, L, S)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    if causal:
+        future = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    return dropout(scores.softmax(dim=-1), p, training=True) @ v
 
 
 class FeedForward(nn.Sequential):
@@ -119,7 +135,7 @@ class FeedForward(nn.Sequential):
         super().__init__(
             nn.Linear(config.d_model, config.ff_dim),
             nn.ReLU(),
-            nn.Dropout(config.dropout),
+            Dropout(config.dropout),
             nn.Linear(config.ff_dim, config.d_model),
         )
 
@@ -130,7 +146,7 @@ class Sublayer(nn.Module):
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.pre_norm = config.norm == "pre"
 
     def forward(self, x: torch.Tensor, f, *args, **kwargs) -> tuple[torch.Tensor, Any]:
