@@ -17,6 +17,7 @@ Legend: B batch, S source length, T target length, V vocabulary.
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -34,15 +35,20 @@ log = logging.getLogger(__name__)
 ARCHITECTURES = {"rnn": build_rnn, "convs2s": build_convs2s, "transformer": build_transformer}
 
 
+def map_tensors(state: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """``state`` with every tensor ``t`` in it, at any depth of dicts, lists and tuples, replaced by ``fn(t)``."""
+    if isinstance(state, torch.Tensor):
+        return fn(state)
+    if isinstance(state, dict):
+        return {k: map_tensors(v, fn) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(map_tensors(v, fn) for v in state)
+    return state
+
+
 def reorder_state(state: Any, index: torch.Tensor) -> Any:
     """Select rows ``index`` (B',) of every tensor in ``state`` (batch-first), recursively."""
-    if isinstance(state, torch.Tensor):
-        return state.index_select(0, index)
-    if isinstance(state, dict):
-        return {k: reorder_state(v, index) for k, v in state.items()}
-    if isinstance(state, (list, tuple)):
-        return type(state)(reorder_state(v, index) for v in state)
-    return state
+    return map_tensors(state, lambda t: t.index_select(0, index))
 
 
 class DecodingModel(Protocol):
@@ -55,7 +61,13 @@ class DecodingModel(Protocol):
 
     def init_state(self, src: torch.Tensor) -> Any: ...
 
-    def step(self, trg_prev: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]: ...
+    def step(self, trg_prev: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+        """Logits (B, V) after ``trg_prev`` (B,), and the next state.
+
+        The state's tensors are never changed in place: a tensor that ``step`` returns as it got it
+        is one of the initial state's (e.g. the encoder output), which beam search copies less often.
+        """
+        ...
 
     def train(self, mode: bool = True) -> Any: ...
 
