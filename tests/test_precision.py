@@ -31,3 +31,25 @@ def test_cpu_training_does_not_scale_the_loss(bf16):
     with autocast(cpu, bf16):
         dtype = torch.ones(2, 2).matmul(torch.ones(2, 2)).dtype
     assert dtype == (torch.bfloat16 if bf16 == "on" else torch.float32)
+
+
+@pytest.mark.parametrize(("bf16", "dtype"), [("on", torch.bfloat16), ("off", torch.float32), ("auto", torch.float32)])
+def test_decoding_casts_the_weights_instead_of_autocasting(trained_model, bf16, dtype):
+    """bfloat16 decoding loads bfloat16 weights (autocast would cast them at every step) and still translates."""
+    from conftest import make_toy_corpus
+
+    from nmt.config import DecodeConfig
+    from nmt.ensemble import load_ensemble
+    from nmt.translation import translate_lines
+
+    model_dir, _ = trained_model
+    cpu = torch.device("cpu")
+    model, src_sp, trg_sp = load_ensemble([model_dir], cpu, bf16)
+    assert {p.dtype for p in model.parameters()} == {dtype} and not model.training
+    src, ref = make_toy_corpus(40, seed=21)
+    config = DecodeConfig(method="beam", beam_size=3)
+    hyps = translate_lines(model, src_sp, trg_sp, src, config, cpu, bf16)
+    fp32, *_ = load_ensemble([model_dir], cpu, "off")
+    fp32_hyps = translate_lines(fp32, src_sp, trg_sp, src, config, cpu, "off")
+    correct = [sum(h == r for h, r in zip(hs, ref, strict=True)) for hs in (hyps, fp32_hyps)]
+    assert correct[0] >= correct[1] - 3 and correct[1] >= 25, correct  # the toy task is learnt in either precision
