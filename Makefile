@@ -42,7 +42,8 @@ report: install
 
 # Ours against Joey NMT 2.3.0 and OpenNMT-py 3.5.1 on Multi30k (installs them under benchmarks/work/venvs).
 compare: install
-	$(BIN)/python benchmarks/compare_toolkits.py $(if $(MIRROR),--mirror $(abspath $(MIRROR)),) --budget-minutes 10
+	$(BIN)/python benchmarks/compare_toolkits.py $(if $(MIRROR),--mirror $(abspath $(MIRROR)),) --budget-minutes 10 \
+		--size $(or $(SIZE),tiny)
 
 test: check
 	$(if $(MIRROR),NMT_MIRROR=$(abspath $(MIRROR)) )$(BIN)/pytest

@@ -1,16 +1,17 @@
 """Training and decoding speed of our pipeline against Joey NMT 2.3.0, OpenNMT-py 3.5.1 and fairseq 0.12; prints tables.
 
-    python benchmarks/compare_toolkits.py --mirror ../shared/data/mirror --updates 1000 --repeats 3 \
-        --budget-minutes 10 [--size small] [--systems ours ours-bf16 joeynmt opennmt fairseq ctranslate2]
+    python benchmarks/compare_toolkits.py --mirror ../shared/data/mirror --repeats 3 --budget-minutes 10 \
+        [--size small] [--updates N] [--systems ours ours-bf16 joeynmt opennmt fairseq ctranslate2]
 
 Every system trains the same Transformer in fp32 (``--size tiny``, the default: 2+2 layers, d_model 128,
 4 heads, FFN 512, about 1,024 tokens per batch, 500 warm-up updates to 7e-4; ``--size small``: the
 default model of ``config.yaml``, 3+3 layers, d_model 256, 4 heads, FFN 1024, 2,048 tokens per batch,
 200 warm-up updates to 5e-4; both with dropout 0.1, label smoothing 0.1, Adam then inverse square root,
 see ``toolkits/task.py``) on the same sentencepiece pieces of Multi30k en->de (or of a tiny synthetic
-task, ``--task synthetic``), on the CPU with the same number of threads. ``ours-bf16`` is an extra row:
-ours with ``bf16: on`` (bfloat16 autocast in training and decoding). The peers are installed into their
-own virtual environments under ``--work`` the first time (torch pinned to 2.13.0). The systems run one
+task, ``--task synthetic``), on the CPU with the same number of threads. ``ours-bf16`` is an extra
+row: ours with ``bf16: on`` (bfloat16 autocast in training, bfloat16 weights in decoding). The peers
+are installed into their own virtual environments under ``--work`` the first time (torch pinned to
+2.13.0; fairseq builds from source for a few minutes). The systems run one
 after the other, in a rotated order in each repeat, and the harness itself measures every process:
 wall time and peak RSS. ``ctranslate2`` is a decoding peer: after each OpenNMT-py run, its checkpoint is
 converted for CTranslate2 and decodes the test set with compute types float32 and int8
@@ -29,11 +30,13 @@ Figures per system (medians over the repeats):
   at its own measured seconds per update.
 
 Raw measurements go to ``<work>/runs/<task>/<name>/results.json`` (``<task>-<size>`` for sizes other
-than tiny), next to every run's logs, configs and hypotheses. Ratios are ours/peer (above 1: ours is faster).
+than tiny), next to every run's logs, configs and hypotheses, written after every run: the same command
+with the same ``--name`` resumes an interrupted comparison. Ratios are ours/peer (above 1: ours is faster).
 """
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 from dataclasses import asdict, dataclass
@@ -161,6 +164,56 @@ def convert_and_decode(
     return runs
 
 
+BUDGET_REPEAT = -1  # the repeat number of a budget run in results.json
+
+
+class Results:
+    """``results.json`` of a comparison, written after every run, so that the same command resumes it.
+
+    Runs already in the file (same system, repeat and updates) are not run again; a run directory
+    left by an interrupted run is removed and its run done again.
+    """
+
+    def __init__(self, path: Path, task: str, setup: dict) -> None:
+        self.path, self.task, self.setup = path, task, json.loads(json.dumps(setup))  # tuples as lists
+        self.runs: list[Run] = []
+        self.decode_runs: list[DecodeRun] = []
+        if path.exists():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if saved["setup"] != self.setup:
+                raise SystemExit(f"error: {path} is of another setup; pick another --name")
+            self.runs = [Run(**r) for r in saved["runs"]]
+            self.decode_runs = [DecodeRun(**r) for r in saved["decode_runs"]]
+            print(f"resuming {path}: {len(self.runs)} runs done", flush=True)
+
+    def has(self, system: str, repeat: int, updates: int) -> bool:
+        return any((r.system, r.repeat, r.updates) == (system, repeat, updates) for r in self.runs)
+
+    def add(self, runs: list[Run], decode_runs: list[DecodeRun]) -> None:
+        self.runs += runs
+        self.decode_runs += decode_runs
+        results = {
+            "task": self.task,
+            "setup": self.setup,
+            "runs": [asdict(r) for r in self.runs],
+            "decode_runs": [asdict(r) for r in self.decode_runs],
+        }
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(results, indent=2), encoding="utf-8")
+        tmp.replace(self.path)
+
+
+def repeat_of(run: Run) -> int:
+    return run.repeat
+
+
+def fresh(run_dir: Path) -> Path:
+    """``run_dir``, emptied of what an interrupted run left."""
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    return run_dir
+
+
 def median(runs: list[Run], key) -> float:
     return statistics.median(key(r) for r in runs)
 
@@ -216,42 +269,44 @@ def print_tables(
             f"\nours: {parameters:,} parameters; {rate:.0f} tok/s x 6 x parameters = "
             f"{share * peak_gflops:.1f} GFLOP/s, {100 * share:.0f}% of the {peak_gflops:.0f} GFLOP/s fp32 peak"
         )
-    peers = [s for s in systems if s != "ours"]
+    peers = [s for s in systems if not s.startswith("ours")]
     if not peers:
         return
     print("\nRatios ours/peer, median over repeats of the ratio within a repeat (above 1: ours is better).\n")
     print(
-        "| peer | train tok/s | train wall | beam5 decode speed | greedy decode speed | BLEU @updates (diff) "
+        "| ours | peer | train tok/s | train wall | beam5 decode speed | greedy decode speed | BLEU @updates (diff) "
         "| BLEU @budget (diff) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for peer in peers:
-        pairs = list(zip(ours, by_system[peer], strict=False))
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for mine in [s for s in systems if s.startswith("ours")]:
+        for peer in peers:
+            print_ratios(mine, peer, by_system, budget)
 
-        def ratio(key, pairs=pairs) -> str:
-            values = [key(o, p) for o, p in pairs if key(o, p) is not None]
-            return f"{statistics.median(values):.2f}x" if values else "-"
 
-        budget_diff = f"{budget['ours'].bleu - budget[peer].bleu:+.2f}" if "ours" in budget and peer in budget else "-"
-        print(
-            "| "
-            + " | ".join(
-                [
-                    peer,
-                    ratio(lambda o, p: o.tokens_per_second / p.tokens_per_second),
-                    ratio(lambda o, p: p.train_seconds / o.train_seconds),
-                    ratio(lambda o, p: p.beam_seconds / o.beam_seconds),
-                    ratio(
-                        lambda o, p: (
-                            p.greedy_seconds / o.greedy_seconds if o.greedy_seconds and p.greedy_seconds else None
-                        )
-                    ),
-                    f"{median(ours, lambda r: r.bleu) - median(by_system[peer], lambda r: r.bleu):+.2f}",
-                    budget_diff,
-                ]
-            )
-            + " |"
-        )
+def print_ratios(mine: str, peer: str, by_system: dict[str, list[Run]], budget: dict[str, Run]) -> None:
+    """One row of ratios of our system ``mine`` (ours or ours-bf16) to ``peer``, paired by repeat."""
+    pairs = list(zip(by_system[mine], by_system[peer], strict=False))
+
+    def ratio(key) -> str:
+        values = [key(o, p) for o, p in pairs if key(o, p) is not None]
+        return f"{statistics.median(values):.2f}x" if values else "-"
+
+    def greedy(o: Run, p: Run) -> float | None:
+        return p.greedy_seconds / o.greedy_seconds if o.greedy_seconds and p.greedy_seconds else None
+
+    bleu_diff = median(by_system[mine], lambda r: r.bleu) - median(by_system[peer], lambda r: r.bleu)
+    budget_diff = f"{budget[mine].bleu - budget[peer].bleu:+.2f}" if mine in budget and peer in budget else "-"
+    cells = [
+        mine,
+        peer,
+        ratio(lambda o, p: o.tokens_per_second / p.tokens_per_second),
+        ratio(lambda o, p: p.train_seconds / o.train_seconds),
+        ratio(lambda o, p: p.beam_seconds / o.beam_seconds),
+        ratio(greedy),
+        f"{bleu_diff:+.2f}",
+        budget_diff,
+    ]
+    print("| " + " | ".join(cells) + " |")
 
 
 def print_decode_table(decode_runs: list[DecodeRun], runs: list[Run]) -> None:
@@ -260,8 +315,8 @@ def print_decode_table(decode_runs: list[DecodeRun], runs: list[Run]) -> None:
     print("\nDecoding peers (the OpenNMT-py model of each repeat, converted); speed ratios: peer/other, above 1: the")
     print("peer is faster; median over repeats of the ratio within a repeat.\n")
     header = ["system", "convert s", "beam5 decode s", "greedy decode s", "decode peak RSS MiB", "BLEU"]
-    print("| " + " | ".join([*header, "vs opennmt", "vs ours"]) + " |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| " + " | ".join([*header, "vs opennmt", "vs ours", "vs ours-bf16"]) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for system in systems:
         rs = [r for r in decode_runs if r.system == system]
         greedy = [r.greedy_seconds for r in rs if r.greedy_seconds is not None]
@@ -280,6 +335,7 @@ def print_decode_table(decode_runs: list[DecodeRun], runs: list[Run]) -> None:
             f"{statistics.median(r.bleu for r in rs):.2f}",
             speedup("opennmt"),
             speedup("ours"),
+            speedup("ours-bf16"),
         ]
         print("| " + " | ".join(cells) + " |")
 
@@ -292,9 +348,9 @@ def main() -> None:
     parser.add_argument(
         "--systems",
         nargs="+",
-        default=["ours", "joeynmt", "opennmt"],
+        default=[*TRAINING_SYSTEMS, "ctranslate2"],
         choices=[*TRAINING_SYSTEMS, "ctranslate2"],
-        help="ours-bf16 (ours with bf16: on) needs ours; ctranslate2 (decoding only) needs opennmt",
+        help="default: all; ours-bf16 (ours with bf16: on) needs ours; ctranslate2 (decoding only) needs opennmt",
     )
     parser.add_argument("--size", default="tiny", choices=list(SIZES), help="the model and batch of every system")
     parser.add_argument("--updates", type=int, help="updates per training run (default: 1000 tiny, 300 small)")
@@ -333,34 +389,38 @@ def main() -> None:
     runs_root = runs_root / name
     print(f"{task.name}, size {args.size}: runs in {runs_root}", flush=True)
 
-    runs, decode_runs = [], []
+    results = Results(runs_root / "results.json", task.name, asdict(setup))
     for repeat in range(args.repeats):
         order = systems[repeat % len(systems) :] + systems[: repeat % len(systems)]
         print(f"repeat {repeat + 1}/{args.repeats}: {' '.join(order)}", flush=True)
         for system in order:
-            run_dir = runs_root / f"{system}-u{args.updates}-r{repeat + 1}"
-            runs.append(
-                train_and_decode(
-                    toolkits[system], task, setup, args.updates, run_dir, repeat, greedy=not args.no_greedy
-                )
+            if results.has(system, repeat, args.updates):
+                continue
+            run_dir = fresh(runs_root / f"{system}-u{args.updates}-r{repeat + 1}")
+            run = train_and_decode(
+                toolkits[system], task, setup, args.updates, run_dir, repeat, greedy=not args.no_greedy
             )
+            decoded = []
             if system == "opennmt" and decoders:
-                decode_runs += convert_and_decode(decoders, task, setup, run_dir, repeat, greedy=not args.no_greedy)
+                decoded = convert_and_decode(decoders, task, setup, run_dir, repeat, greedy=not args.no_greedy)
+            results.add([run], decoded)
+    runs = sorted(
+        (r for r in results.runs if 0 <= r.repeat < args.repeats and r.updates == args.updates), key=repeat_of
+    )
     budget_runs = []
     if args.budget_minutes > 0:
         for system in systems:
             per_update = median([r for r in runs if r.system == system], lambda r: r.train_seconds) / args.updates
             updates = max(1, int(args.budget_minutes * 60 / per_update))
             print(f"budget {args.budget_minutes} min: {system} gets {updates} updates", flush=True)
-            run_dir = runs_root / f"{system}-budget{args.budget_minutes:g}min"
-            budget_runs.append(train_and_decode(toolkits[system], task, setup, updates, run_dir, 0, greedy=False))
-    results = {
-        "task": task.name,
-        "setup": asdict(setup),
-        "runs": [asdict(r) for r in runs + budget_runs],
-        "decode_runs": [asdict(r) for r in decode_runs],
-    }
-    (runs_root / "results.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+            if not results.has(system, BUDGET_REPEAT, updates):
+                run_dir = fresh(runs_root / f"{system}-budget{args.budget_minutes:g}min")
+                run = train_and_decode(toolkits[system], task, setup, updates, run_dir, BUDGET_REPEAT, greedy=False)
+                results.add([run], [])
+            budget_runs += [
+                r for r in results.runs if (r.system, r.repeat, r.updates) == (system, BUDGET_REPEAT, updates)
+            ]
+    decode_runs = results.decode_runs
     parameters = _our_parameters(runs_root, runs)
     print_tables(runs, budget_runs, systems, args.updates, args.peak_gflops, parameters)
     if decode_runs:

@@ -21,7 +21,7 @@ def translate(args: argparse.Namespace) -> None:
     from nmt.atomic import atomic_text
     from nmt.ensemble import load_ensemble
     from nmt.model_dir import get_device, normalize_input
-    from nmt.translation import check_source, read_source, translate_windows
+    from nmt.translation import check_source, read_source, runtime_search, translate_windows
 
     config = from_dict(
         DecodeConfig,
@@ -34,6 +34,7 @@ def translate(args: argparse.Namespace) -> None:
             "max_len_a": args.max_len_a,
             "max_len_b": args.max_len_b,
             "batch_size": args.batch_size,
+            "runtime": args.runtime,
         },
         "translate",
     )
@@ -44,6 +45,7 @@ def translate(args: argparse.Namespace) -> None:
     name = str(check_source(args.input)) if args.input else "stdin"
     device = get_device(args.device)
     model, src_sp, trg_sp = load_ensemble(args.model, device, args.bf16)
+    search = runtime_search(args.model, src_sp, trg_sp, config, device)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)
     output = atomic_text(args.output) if args.output else nullcontext(sys.stdout)
     with source as src, output as out:
@@ -51,7 +53,7 @@ def translate(args: argparse.Namespace) -> None:
         lines = normalize_input(args.model[0], read_source(src, name))
         first_line = 1
         for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, args.window, args.bf16,
-                                      args.nbest):  # fmt: skip
+                                      args.nbest, search=search):  # fmt: skip
             if args.nbest is None:
                 out.writelines(hyp + "\n" for hyp in hyps)
             else:
@@ -181,6 +183,9 @@ def run(argv: list[str] | None = None, prog: str = "python -m nmt") -> None:
     p.add_argument("--bf16", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
                    help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; "
                    "--bf16 alone: on")  # fmt: skip
+    p.add_argument("--runtime", default="torch", choices=["torch", "ctranslate2"],
+                   help="ctranslate2: greedy or sample in CTranslate2 on an export of the model "
+                   "(greedy output equals torch's)")  # fmt: skip
     p.add_argument("--nbest", type=positive_int, help="beam search: print the N best as LINE<TAB>HYP<TAB>SCORE<TAB>"
                    "LOGPROB lines, best first (SCORE: LOGPROB / length penalty, what the beam ranks by)")  # fmt: skip
     p.add_argument("--input", help="read this file instead of stdin")

@@ -282,7 +282,11 @@ class ModelMeta:
 
 @dataclass
 class DecodeConfig:
-    """Search settings; output length is at most ``max_len_a * S + max_len_b`` subwords."""
+    """Search settings; output length is at most ``max_len_a * S + max_len_b`` subwords.
+
+    ``runtime: ctranslate2`` runs greedy search or sampling in CTranslate2 on an export of the model
+    (:mod:`nmt.ct2_search`): greedy output is ours token for token, faster on a CPU.
+    """
 
     method: Literal["beam", "greedy", "sample"] = "beam"
     beam_size: int = 5
@@ -292,9 +296,15 @@ class DecodeConfig:
     max_len_a: float = 1.5
     max_len_b: int = 10
     batch_size: int = 64
+    runtime: Literal["torch", "ctranslate2"] = "torch"
 
     def check(self, where: str) -> None:
         _positive(where, beam_size=self.beam_size, batch_size=self.batch_size)
+        if self.runtime == "ctranslate2" and self.method == "beam":
+            raise ConfigError(
+                f"{where}.runtime: ctranslate2 runs method greedy or sample here, not beam (its beam search "
+                "divides by length ** alpha, not by GNMT's penalty, so it would not be our search)"
+            )
         if self.length_penalty < 0:
             raise ConfigError(f"{where}.length_penalty: must be >= 0, got {self.length_penalty}")
         if self.sampling_topk < 0:

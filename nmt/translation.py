@@ -11,9 +11,10 @@ import torch
 
 from nmt.atomic import atomic_text
 from nmt.config import DecodeConfig
+from nmt.ct2_search import ct2_search, load_translator
 from nmt.data import EOS, pad
 from nmt.ensemble import load_ensemble
-from nmt.errors import DataError
+from nmt.errors import ConfigError, DataError
 from nmt.model import DecodingModel
 from nmt.model_dir import autocast, get_device
 from nmt.progress import LOG_EVERY, Progress, count_lines
@@ -147,6 +148,20 @@ def search_lines(
         model.train(was_training)
 
 
+def torch_search(model: DecodingModel, config: DecodeConfig, device: torch.device) -> Search:
+    """``config.method``'s search over ``model``; sampling draws from a generator seeded with ``config.seed``."""
+    generator = torch.Generator(device=device).manual_seed(config.seed)
+
+    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
+        if config.method == "greedy":
+            return greedy_search(model, src, max_len_a, max_len_b)
+        if config.method == "sample":
+            return sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
+        return beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
+
+    return search
+
+
 @torch.no_grad()
 def translate_lines(
     model: DecodingModel,
@@ -159,6 +174,7 @@ def translate_lines(
     name: str = "input",
     first_line: int = 1,
     progress: Callable[[int], None] | None = None,
+    search: Search | None = None,
 ) -> list[str]:
     """Translate plain-text ``lines`` into detokenized plain text, one output line per input line, in order.
 
@@ -172,16 +188,9 @@ def translate_lines(
     Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
 
     :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
+    :param search: the search instead of ``config.method``'s over ``model`` (e.g. :func:`nmt.ct2_search.ct2_search`)
     """
-    generator = torch.Generator(device=device).manual_seed(config.seed)
-
-    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
-        if config.method == "greedy":
-            return greedy_search(model, src, max_len_a, max_len_b)
-        if config.method == "sample":
-            return sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
-        return beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
-
+    search = search or torch_search(model, config, device)
     hyps = [""] * len(lines)
     for chunk, out in search_lines(model, src_sp, lines, config, device, search, bf16, name, first_line, progress):
         for i, hyp in zip(chunk, out, strict=True):
@@ -231,6 +240,7 @@ def translate_windows(
     bf16: str = "auto",
     nbest: int | None = None,
     progress: Callable[[int], None] | None = None,
+    search: Search | None = None,
 ) -> Iterator[list]:
     """Translate ``lines`` of any number ``window`` lines at a time (bounded memory), as they arrive.
 
@@ -239,12 +249,15 @@ def translate_windows(
     A window of 1 answers every line before the next one is read (interactive use through a pipe).
 
     :param progress: passed on to :func:`translate_lines` (lines done after each batch)
+    :param search: passed on to :func:`translate_lines`
     """
     lines = iter(lines)
     first_line = 1
     while chunk := list(itertools.islice(lines, window)):
         if nbest is None:
-            yield translate_lines(model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line, progress)
+            yield translate_lines(
+                model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line, progress, search
+            )
         else:
             yield translate_nbest(model, src_sp, trg_sp, chunk, config, device, nbest, bf16, name, first_line)
         first_line += len(chunk)
@@ -259,10 +272,29 @@ def translate_stream(
     device: torch.device,
     name: str = "input",
     progress: Callable[[int], None] | None = None,
+    search: Search | None = None,
 ) -> Iterator[str]:
     """:func:`translate_lines` over ``lines`` of any number, :data:`CHUNK_LINES` at a time (bounded memory)."""
-    for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, progress=progress):
+    for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, progress=progress, search=search):
         yield from hyps
+
+
+def runtime_search(
+    model_dirs: list[str | Path],
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    config: DecodeConfig,
+    device: torch.device,
+) -> Search | None:
+    """The search of ``config.runtime``: None for torch (``config.method``'s), CTranslate2's for ``ctranslate2``.
+
+    :raises ConfigError: for ctranslate2 with an ensemble (or, from the export, another architecture)
+    """
+    if config.runtime == "torch":
+        return None
+    if len(model_dirs) > 1:
+        raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
+    return ct2_search(load_translator(model_dirs[0], device, torch.get_num_threads()), src_sp, trg_sp, config)
 
 
 def check_source(path: str | Path) -> Path:
@@ -293,6 +325,7 @@ def translate_file(
     dev = get_device(device)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
     model, src_sp, trg_sp = load_ensemble(model_dirs, dev)
+    search = runtime_search(model_dirs, src_sp, trg_sp, config, dev)
     log.info(
         "translating %s with %s (%s, %d model%s)",
         src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
@@ -304,7 +337,7 @@ def translate_file(
         Progress(f"translating {src_path}", count_lines(src_path), "lines", every=progress_every) as progress,
     ):
         lines = read_source(src, str(src_path))
-        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, dev, str(src_path), progress.update):
+        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, dev, str(src_path), progress.update, search):
             out.write(hyp + "\n")
             n += 1
     if n == 0:

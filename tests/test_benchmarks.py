@@ -1,6 +1,7 @@
 """The benchmarks on quick inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its
 synthetic task, ours only, the search-quality report (benchmarks/search_quality.py) of the toy model, and
-the WMT-scale rehearsal (benchmarks/scale.py) on 50,000 pairs.
+the back-translation speed of the toy model (benchmarks/backtranslation_speed.py) and the WMT-scale
+rehearsal (benchmarks/scale.py) on 50,000 pairs.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
 harness's measurement, data preparation and tables are the same code for every system.
@@ -11,6 +12,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 from conftest import MIRROR, REPO
 
@@ -54,6 +56,14 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     assert 12 * 100 < runs[0]["train_tokens"] <= 12 * 1024
     hyps = (tmp_path / "runs" / "synthetic" / "t" / "ours-u12-r1" / "test.beam.out").read_text().splitlines()
     assert len(hyps) == 200
+    # Interrupted after the first repeat: the same command runs the second repeat only.
+    results["runs"] = runs[:1]
+    (tmp_path / "runs" / "synthetic" / "t" / "results.json").write_text(json.dumps(results))
+    again = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "1 runs done" in again.stdout and again.stdout.count("ours: training 12 updates") == 1
+    rerun = json.loads((tmp_path / "runs" / "synthetic" / "t" / "results.json").read_text())["runs"]
+    assert rerun[0] == runs[0] and [r["repeat"] for r in rerun] == [0, 1]
 
 
 def test_compare_toolkits_small_size_is_the_default_transformer_of_config_yaml():
@@ -107,6 +117,18 @@ def test_search_quality_reports_every_search_of_the_trained_model(trained_model,
     assert set(stops) == {"exact", "first_k", "never"}
     assert stops["never"][3] == "0.0" and stops["never"][2] == stops["exact"][2]  # the exact rule loses nothing
     assert "(6 sentences)" in out.stdout and all(0 <= float(r[4]) <= 100 for r in beams.values())
+
+
+def test_backtranslation_speed_finds_ctranslate2_greedy_equal_to_torch(trained_model, toy_corpus):
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    model_dir, _ = trained_model
+    argv = [sys.executable, str(REPO / "benchmarks" / "backtranslation_speed.py"), "--model", str(model_dir)]
+    argv += ["--mono", str(toy_corpus["test.en"]), "--sentences", "40", "--threads", "1"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = {r[0]: r for r in ([c.strip() for c in line.strip("|").split("|")] for line in out.stdout.splitlines())}
+    assert rows["ctranslate2 fp32"][4] == "0" and rows["torch fp32"][4] == "-"
+    assert float(rows["torch bf16 weights"][4]) <= 40 and "40 sentences" in out.stdout
 
 
 def test_scale_rehearsal_binarizes_exactly_what_sentencepiece_encodes(tmp_path):

@@ -289,6 +289,20 @@ def test_nbest_larger_than_the_beam(trained_model, capsys, monkeypatch):
     check_stderr(stderr, r"^error: translate: --nbest 3 needs --method beam and --beam-size >= 3$", 1)
 
 
+def test_ctranslate2_runtime_translates_greedy_and_refuses_beam(trained_model, capsys, monkeypatch):
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    argv = ["translate", "--model", str(trained_model[0]), "--runtime", "ctranslate2"]
+    status, _, stderr = run_main(argv, b"the cat\n", capsys, monkeypatch)
+    assert status == 1
+    check_stderr(stderr, r"^error: translate\.runtime: ctranslate2 runs method greedy or sample here, not beam", 1)
+    greedy = {}
+    for runtime in ("torch", "ctranslate2"):
+        argv = ["translate", "--model", str(trained_model[0]), "--method", "greedy", "--runtime", runtime]
+        status, greedy[runtime], _ = run_main(argv, b"the dog runs\n\nthe cat\n", capsys, monkeypatch)
+        assert status == 0
+    assert greedy["ctranslate2"] == greedy["torch"] and len(greedy["torch"].splitlines()) == 3
+
+
 def test_input_and_output_files(trained_model, tmp_path, capsys, monkeypatch):
     model_dir, _ = trained_model
     (tmp_path / "in.en").write_text("".join(s + "\n" for s in SRC))

@@ -1,4 +1,4 @@
-"""nmt.dropout: CPU masks drawn 16 bits per element from torch's generator; nmt.transformer.attend's written-out path."""
+"""nmt.dropout: CPU masks of 16 random bits per element from torch's generator; attention written out for them."""
 
 import pytest
 import torch
