@@ -105,9 +105,7 @@ def train_and_decode(
     toolkit: Toolkit, task: Task, setup: Setup, updates: int, run_dir: Path, repeat: int, greedy: bool
 ) -> Run:
     """Train ``toolkit`` for ``updates`` updates in a fresh ``run_dir``, then decode the test set."""
-    if run_dir.exists():
-        raise SystemExit(f"error: {run_dir} exists; remove it or pick another --work")
-    run_dir.mkdir(parents=True)
+    run_dir.mkdir(parents=True)  # fresh(): a resumed comparison removed what an interrupted run left
     print(f"  {toolkit.name}: training {updates} updates in {run_dir}", flush=True)
     trained = run_measured(toolkit.train(task, setup, updates, run_dir), run_dir / "train.stdout.log")
     tokens, update_seconds = toolkit.throughput(run_dir)
