@@ -51,6 +51,8 @@ from toolkits.opennmt import OpenNMT, final_checkpoint
 from toolkits.ours import Ours
 from toolkits.task import SIZES, Setup, Task, prepare_multi30k, prepare_synthetic, setup_of_size
 
+from nmt.atomic import write_text
+
 # --updates by --size: small's 300 updates are meant to keep 3 repeats of every system, with a 10-minute
 # budget, near 2 hours on 2 CPU cores (issue 19; not measured yet).
 DEFAULT_UPDATES = {"tiny": 1000, "small": 300}
@@ -196,9 +198,7 @@ class Results:
             "runs": [asdict(r) for r in self.runs],
             "decode_runs": [asdict(r) for r in self.decode_runs],
         }
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(results, indent=2), encoding="utf-8")
-        tmp.replace(self.path)
+        write_text(self.path, json.dumps(results, indent=2))
 
 
 def repeat_of(run: Run) -> int:

@@ -23,14 +23,13 @@ import torch
 
 from nmt.config import DecodeConfig
 from nmt.data import EOS
-from nmt.errors import ConfigError
 from nmt.export import export_model, max_decoding_length
 
 
 def load_translator(model_dir: str | Path, device: torch.device, threads: int):
     """A ``ctranslate2.Translator`` of ``model_dir``, exported to a temporary directory (float32 weights).
 
-    :raises ConfigError: when ctranslate2 is not installed or the model is not a Transformer
+    :raises nmt.errors.ConfigError: when ctranslate2 is not installed or the model is not a Transformer
     """
     with tempfile.TemporaryDirectory(prefix="nmt-ct2-") as tmp:
         out = export_model(model_dir, Path(tmp) / "model")
@@ -44,8 +43,7 @@ def ct2_search(
     translator, src_sp: spm.SentencePieceProcessor, trg_sp: spm.SentencePieceProcessor, config: DecodeConfig
 ) -> Callable[[torch.Tensor, float, int], list[list[int]]]:
     """A search over padded source ids (B, S), with EOS, by ``translator``: output ids without EOS per sentence."""
-    if config.method == "beam":
-        raise ConfigError("runtime ctranslate2: method beam is not supported; use greedy or sample")
+    config.check("decoding")  # refuses method beam with runtime ctranslate2
     import ctranslate2
 
     topk = 1 if config.method == "greedy" else config.sampling_topk  # CTranslate2: 1 greedy, 0 whole vocabulary
