@@ -1,5 +1,9 @@
 """Mixed precision: which autocast dtype for which device, and loss scaling only where float16 needs it."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -53,3 +57,36 @@ def test_decoding_casts_the_weights_instead_of_autocasting(trained_model, bf16, 
     fp32_hyps = translate_lines(fp32, src_sp, trg_sp, src, config, cpu, "off")
     correct = [sum(h == r for h, r in zip(hs, ref, strict=True)) for hs in (hyps, fp32_hyps)]
     assert correct[0] >= correct[1] - 3 and correct[1] >= 25, correct  # the toy task is learnt in either precision
+
+
+BF16_PRODUCTS_OF_MANY_SHAPES = """
+import resource, torch
+import nmt
+torch.set_num_threads(1)
+w = torch.randn(1024, 1024, dtype=torch.bfloat16)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for rows in range(8, 3200, 8):  # 400 shapes, as batches of varying length give
+    torch.randn(rows, 1024, dtype=torch.bfloat16) @ w
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+def _growth_mb(env: dict[str, str]) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "ONEDNN_PRIMITIVE_CACHE_CAPACITY"} | env
+    out = subprocess.run([sys.executable, "-c", BF16_PRODUCTS_OF_MANY_SHAPES], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+@pytest.mark.skipif(not torch.backends.mkldnn.is_available(), reason="oneDNN runs bf16 products on this CPU only")
+def test_bf16_products_of_many_shapes_do_not_fill_onednn_cache():
+    """Importing nmt caps oneDNN's primitive cache: one kept per shape grew bf16 training to 2.9 GB."""
+    capped, torch_default = _growth_mb({}), _growth_mb({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"})
+    assert capped < 0.8 * torch_default, (capped, torch_default)
+
+
+def test_a_users_onednn_cache_setting_wins():
+    code = "import os, nmt; print(os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+    env = os.environ | {"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "512"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "512"
