@@ -141,8 +141,6 @@ def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str
 
     Lines stay as they are for a model directory without a recorded normalization.
     """
-    from nmt.filters import Normalizer  # loads sacremoses and langid models: only when needed
-
     path = Path(model_dir) / META_FILE
     if not path.is_file():
         log.warning("%s: not found, so the input is not normalized like the training data", path)
@@ -151,6 +149,8 @@ def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str
         settings = json.loads(path.read_text(encoding="utf-8"))["source_normalization"]
         if settings is None:
             return lines
+        from nmt.filters import Normalizer  # sacremoses and langid take 0.25 s to load: only when needed
+
         normalizer = Normalizer(settings["lang"], settings["moses_punctuation"])
     except (ValueError, KeyError, TypeError) as e:
         raise DataError(f"{path}: not a model meta file ({type(e).__name__}: {e})") from None

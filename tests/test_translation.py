@@ -150,3 +150,15 @@ def test_cli_translate_normalizes_input_like_cleaning(trained_model, tmp_path):
     assert all(out.returncode == 0 for out in outputs), outputs[0].stderr
     assert outputs[0].stdout == outputs[1].stdout
     assert outputs[0].stdout.splitlines() == translate_lines(model, src_sp, trg_sp, normalized, config, device)
+
+
+def test_a_model_without_normalization_does_not_load_the_normalizer(trained_model):
+    """sacremoses and langid take a quarter of a second to import, a twentieth of translating a test set."""
+    model_dir, _ = trained_model
+    code = (
+        "import sys; from nmt.model_dir import normalize_input; "
+        f"assert list(normalize_input({str(model_dir)!r}, ['a b'])) == ['a b']; "
+        "print('sacremoses' in sys.modules, 'nmt.filters' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
