@@ -18,6 +18,7 @@ from nmt.errors import ConfigError, DataError
 
 
 def translate(args: argparse.Namespace) -> None:
+    from nmt.allocator import keep_freed_memory
     from nmt.atomic import atomic_text
     from nmt.ensemble import load_ensemble
     from nmt.model_dir import get_device, normalize_input
@@ -44,6 +45,7 @@ def translate(args: argparse.Namespace) -> None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input)) if args.input else "stdin"
     device = get_device(args.device)
+    keep_freed_memory()  # a decoding process: reuse each step's freed tensors instead of faulting pages in
     model, src_sp, trg_sp = load_ensemble(args.model, device, args.bf16)
     search = runtime_search(args.model, src_sp, trg_sp, config, device)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)

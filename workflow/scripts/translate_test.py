@@ -4,11 +4,13 @@ from pathlib import Path
 
 import torch
 
+from nmt.allocator import keep_freed_memory
 from nmt.entry import entry_point
 from nmt.translation import translate_file
 
 with entry_point(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
+    keep_freed_memory()  # a decoding process: reuse each step's freed tensors instead of faulting pages in
     translate_file(
         [Path(model).parent for model in snakemake.input.models],
         snakemake.input.src,
