@@ -53,8 +53,8 @@ from toolkits.task import SIZES, Setup, Task, prepare_multi30k, prepare_syntheti
 
 from nmt.atomic import write_text
 
-# --updates by --size: small's 300 updates are meant to keep 3 repeats of every system, with a 10-minute
-# budget, near 2 hours on 2 CPU cores (issue 19; not measured yet).
+# --updates by --size: small's 300 updates keep 3 repeats of every system, with a 10-minute budget, near
+# 2 hours on 2 CPU cores (issue 19, measured on the README's AMD EPYC machine).
 DEFAULT_UPDATES = {"tiny": 1000, "small": 300}
 TRAINING_SYSTEMS = ["ours", "ours-bf16", "joeynmt", "opennmt", "fairseq"]
 
