@@ -3,14 +3,14 @@
 Every step of a search allocates and frees tensors of megabytes (logits, log-probabilities, beam
 candidates, the decoder's key/value caches). glibc serves blocks above its mmap threshold (128 KiB,
 raised at run time to at most 32 MiB) with fresh pages from the kernel and hands the top of its heap
-back above its trim threshold, so each step faults its pages in again: 1.07 million minor page faults
-for beam search over the 1,000 sentences of test_2016_flickr with a 2+2-layer Transformer, 77,000 with both thresholds
-raised, with the same output, 2% more peak RSS and 6% less wall time (the README's speed section).
-Training keeps glibc's defaults: there the raised thresholds cost 5-19% more peak RSS.
+back above its trim threshold, so each step faults its pages in again. Beam search over the 1,000
+sentences of test_2016_flickr with the 2+2-layer Transformer of the speed comparison: 1.07 million
+minor page faults with glibc's defaults, 77,000 with both thresholds raised, the same output and peak
+RSS, 6% less wall time (the README's speed section). Training keeps the defaults: there the raised
+thresholds cost 5-19% more peak RSS.
 """
 
 import ctypes
-import ctypes.util
 import logging
 
 log = logging.getLogger(__name__)
@@ -21,11 +21,11 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's <malloc.h>
 def keep_freed_memory(mmap_threshold: int = 256 << 20, trim_threshold: int = 512 << 20) -> bool:
     """Raise glibc's mmap and trim thresholds (bytes) for this process; whether the C library took them.
 
-    A no-op returning False with another C library (macOS, musl), which keeps its own policy.
+    A no-op returning False with another C library (macOS, musl, Windows), which keeps its own policy.
     """
     try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
+        mallopt = ctypes.CDLL(None).mallopt  # the C library the interpreter runs on
+    except (OSError, AttributeError, TypeError):  # no mallopt, or (Windows) no C library by that name
         return False
     taken = bool(mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(M_TRIM_THRESHOLD, trim_threshold))
     if not taken:

@@ -171,7 +171,7 @@ def beam_search_nbest(
         lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit)  # (n*K, V)
         fixed = {i: x for i, x in _tensors(state).items() if i in fixed}
         n, V = len(active), lprobs.size(-1)
-        cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: a fresh (n*K, V) tensor per step
+        cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: lprobs is this step's own tensor
         top_scores, top_idx = cand.topk(2 * K, dim=1)  # (n, 2K)
         beam, tok = top_idx // V, top_idx % V
         is_eos = tok == EOS
