@@ -6,8 +6,8 @@ raised at run time to at most 32 MiB) with fresh pages from the kernel and hands
 back above its trim threshold, so each step faults its pages in again. Beam search over the 1,000
 sentences of test_2016_flickr with the 2+2-layer Transformer of the speed comparison: 1.07 million
 minor page faults with glibc's defaults, 77,000 with both thresholds raised, the same output and peak
-RSS, 6% less wall time (the README's speed section). Training keeps the defaults: there the raised
-thresholds cost 5-19% more peak RSS.
+RSS, 6% less wall time (14% with beam search's in-place addition: the README's speed section).
+Training keeps the defaults: there the raised thresholds cost 5-19% more peak RSS.
 """
 
 import ctypes
