@@ -62,7 +62,7 @@ def clean_once(src: Path, trg: Path, out: Path, threads: int) -> None:
     """Run one cleaning in a fresh process, so that its peak RSS (and its workers') is measured alone."""
     code = (
         "import sys, json, resource;"
-        "from nmt.cleaning import clean_corpus; from nmt.config import CleanConfig;"
+        "from nmt.data.cleaning import clean_corpus; from nmt.config import CleanConfig;"
         f"r = clean_corpus({str(src)!r}, {str(trg)!r}, {str(out / 'c.en')!r}, {str(out / 'c.de')!r},"
         f" {str(out / 'report.tsv')!r}, CleanConfig(), 'en', 'de', threads={threads});"
         "print(json.dumps(r))"

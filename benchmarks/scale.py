@@ -87,19 +87,20 @@ def stage_code(stage: str, work: Path, args: argparse.Namespace) -> str:
         )
     if stage == "clean":
         return (
-            "from pathlib import Path; from nmt.cleaning import clean_corpus; from nmt.config import CleanConfig;"
+            "from pathlib import Path; from nmt.data.cleaning import clean_corpus; from nmt.config import CleanConfig;"
             f"w = Path({w}); clean_corpus(w / 'raw.en', w / 'raw.de', w / 'clean.en', w / 'clean.de', w / 'clean.tsv',"
             f" CleanConfig(max_length=250, max_ratio=2.5), 'en', 'de', threads={args.threads})"
         )
     if stage == "subword":
         return (
-            "from pathlib import Path; from nmt.subword import train_subword; from nmt.config import SubwordConfig;"
+            "from pathlib import Path; from nmt.data.subword import train_subword; "
+            "from nmt.config import SubwordConfig;"
             f"w = Path({w}); train_subword([w / 'clean.en'], [w / 'clean.de'], w / 'spm.en.model', w / 'spm.de.model',"
             f" SubwordConfig(vocab_size={args.vocab_size}, input_sentence_size={args.spm_sentences}),"
             f" threads={args.threads})"
         )
     return (
-        "from pathlib import Path; import json; from nmt.binarize import binarize;"
+        "from pathlib import Path; import json; from nmt.data.binarize import binarize;"
         f"w = Path({w}); h = binarize(w / 'clean.en', w / 'clean.de', w / 'spm.en.model', w / 'spm.de.model',"
         f" w / 'bin' / 'train', max_length={args.max_length}, threads={args.threads}); print(json.dumps(h))"
     )
@@ -144,14 +145,14 @@ def log_times(log: Path) -> dict[int, float]:
 
 
 def torchrun_argv(processes: int, nmt_args: list[str]) -> list[str]:
-    """:func:`nmt.distributed.torchrun_command`, asked of a child process.
+    """:func:`nmt.training.distributed.torchrun_command`, asked of a child process.
 
     This process must not import torch: a child's ``ru_maxrss`` starts at its parent's resident
     size (Linux copies the parent's high-water mark on fork and exec), so a parent holding torch's
     200 MB would put a floor under every later stage's peak RSS.
     """
     code = (
-        "import json, sys; from nmt.distributed import torchrun_command;"
+        "import json, sys; from nmt.training.distributed import torchrun_command;"
         "print(json.dumps(torchrun_command(int(sys.argv[1]), json.loads(sys.argv[2]))))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -173,7 +174,7 @@ def train_stage(work: Path, args: argparse.Namespace) -> dict:
     shutil.rmtree(model_dir, ignore_errors=True)
     log.unlink(missing_ok=True)
     argv = torchrun_argv(2, [
-        "train", "--model-options", json.dumps({"arch": "transformer", "preset": "small"}),
+        "train", "--model-options", json.dumps({"arch": "transformer", "size": "small"}),
         "--training", json.dumps(training), "--train-data", str(work / "bin" / "train"),
         "--dev-src", str(work / "dev.en"), "--dev-ref", str(work / "dev.de"), "--src-spm", str(work / "spm.en.model"),
         "--trg-spm", str(work / "spm.de.model"), "--model-dir", str(model_dir), f"--log-file={log}",

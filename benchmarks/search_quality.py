@@ -20,11 +20,14 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from nmt.data import BOS, EOS, pad, read_lines
-from nmt.metrics import score_metric
-from nmt.model import build_model
-from nmt.model_dir import get_device, load_model
-from nmt.search import beam_search, greedy_search, length_penalty
+from nmt.atomic import read_lines
+from nmt.data.batches import pad
+from nmt.decoding.search import beam_search, greedy_search, length_penalty
+from nmt.device import get_device
+from nmt.evaluation.metrics import score_metric
+from nmt.model_dir import load_model
+from nmt.models.seq2seq import build_model
+from nmt.vocab import BOS, EOS
 
 BEAMS, ALPHAS = (1, 5, 10), (0.0, 0.6, 1.0)
 
@@ -107,7 +110,7 @@ def memorise(n_pairs: int = 200, vocab: int = 40, steps: int = 600, seed: int = 
 
     src_ids = [sentence(3, 8) + [EOS] for _ in range(n_pairs)]
     trg = [sentence(3, 10) for _ in range(n_pairs)]
-    model = build_model({"arch": "rnn", "preset": "tiny", "dropout": 0.0}, vocab, vocab, True)
+    model = build_model({"arch": "rnn", "size": "tiny", "dropout": 0.0}, vocab, vocab, True)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     src, trg_in, trg_out = pad(src_ids), pad([[BOS] + t for t in trg]), pad([t + [EOS] for t in trg])
     tick = time.perf_counter()

@@ -18,13 +18,13 @@ from pathlib import Path
 import torch
 
 from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
-from nmt.data import ParallelData, make_batch, token_batches
-from nmt.loss import LabelSmoothedCrossEntropy
-from nmt.model import build_model
-from nmt.model_dir import autocast
-from nmt.optimizer import lr_at_step
-from nmt.subword import load_subword, train_subword
-from nmt.translation import translate_lines
+from nmt.data.batches import ParallelData, make_batch, token_batches
+from nmt.data.subword import load_subword, train_subword
+from nmt.decoding.translation import translate_lines
+from nmt.device import autocast
+from nmt.models.seq2seq import build_model
+from nmt.training.loss import LabelSmoothedCrossEntropy
+from nmt.training.optimizer import lr_at_step
 
 URL_PATH = "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 
@@ -102,12 +102,12 @@ def main() -> None:
     test_src = files["test_2016_flickr.en"].read_text(encoding="utf-8").splitlines()[: args.decode_sentences]
 
     print(f"machine: {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}")
-    columns = ["arch", "preset", "params", "bf16", "train tok/s (median)", "% of fp32 peak", "beam5 sent/s"]
+    columns = ["arch", "size", "params", "bf16", "train tok/s (median)", "% of fp32 peak", "beam5 sent/s"]
     print("| " + " | ".join([*columns, "greedy sent/s", "peak RSS MiB"]) + " |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|")
     for bf16 in args.bf16:
         torch.manual_seed(1)
-        model = build_model({"arch": args.arch, "preset": args.preset}, len(sp), len(sp), True).to(device)
+        model = build_model({"arch": args.arch, "size": args.preset}, len(sp), len(sp), True).to(device)
         config = TrainConfig(batch_tokens=args.batch_tokens, bf16=bf16)
         rate = statistics.median(measure_training(model, data, config, args.steps, device))
         gflops = 6 * model.n_parameters() * rate / 1e9

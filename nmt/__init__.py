@@ -5,8 +5,7 @@ import os
 __version__ = "0.1.0"
 
 # oneDNN, which runs bfloat16 matrix products on the CPU, caches a primitive with its buffers for each
-# input shape, 1,024 of them by default, and batches come in many shapes. 80 bf16 updates of the default
-# Transformer on 2 cores: peak RSS 2,058 MB at 1,024, 1,672 MB at 64 (same speed), 1,564 MB at 16 (7%
-# slower). A user's own setting wins. oneDNN reads the variable when it makes its first primitive, so
-# setting it here, before any matrix product, works.
+# input shape, 1,024 of them by default, and batches come in many shapes: 64 keep the speed at a lower
+# peak memory (benchmarks/README.md, "Measurements behind the code"). A user's own setting wins. oneDNN
+# reads the variable when it makes its first primitive, so setting it here, before any matrix product, works.
 os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")

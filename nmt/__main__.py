@@ -18,11 +18,12 @@ from nmt.errors import ConfigError, DataError
 
 
 def translate(args: argparse.Namespace) -> None:
-    from nmt.allocator import keep_freed_memory
     from nmt.atomic import atomic_text
-    from nmt.ensemble import load_ensemble
-    from nmt.model_dir import get_device, normalize_input
-    from nmt.translation import check_source, read_source, runtime_search, translate_windows
+    from nmt.decoding.allocator import keep_freed_memory
+    from nmt.decoding.ensemble import load_ensemble
+    from nmt.decoding.translation import check_source, read_source, runtime_search, translate_windows
+    from nmt.device import get_device
+    from nmt.model_dir import normalize_input
 
     config = from_dict(
         DecodeConfig,
@@ -66,7 +67,7 @@ def translate(args: argparse.Namespace) -> None:
 
 
 def score(args: argparse.Namespace) -> None:
-    from nmt.metrics import score_files
+    from nmt.evaluation.metrics import score_files
 
     scores = score_files(args.hyp, args.ref, args.trg_lang)
     if args.json:
@@ -76,14 +77,15 @@ def score(args: argparse.Namespace) -> None:
         print(f"{name}\t{value['score']:.2f}\t{value['signature']}")
 
 
-# The path arguments of nmt.training.train besides the training data, each a required --option (dev_src: --dev-src).
+# The path arguments of nmt.training.loop.train besides the training data, each a required --option
+# (dev_src: --dev-src).
 TRAIN_FILES = ("dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
 
 
 def train(args: argparse.Namespace) -> None:
     from nmt.config import ModelMeta, TrainConfig
     from nmt.errors import ConfigError
-    from nmt.training import train as train_model
+    from nmt.training.loop import train as train_model
 
     config = from_dict(TrainConfig, args.training, "--training")
     meta = from_dict(ModelMeta, args.meta, "--meta") if args.meta else None
@@ -94,13 +96,13 @@ def train(args: argparse.Namespace) -> None:
 
 
 def binarize(args: argparse.Namespace) -> None:
-    from nmt.binarize import binarize as binarize_files
+    from nmt.data.binarize import binarize as binarize_files
 
     binarize_files(args.src, args.trg, args.src_spm, args.trg_spm, args.out, args.max_length, args.threads)
 
 
 def export(args: argparse.Namespace) -> None:
-    from nmt.export import export_model
+    from nmt.decoding.ctranslate2 import export_model
 
     print(export_model(args.model_dir, args.out, args.format, args.quantization, args.force))
 
@@ -163,6 +165,13 @@ def package_version() -> str:
 
 
 def run(argv: list[str] | None = None, prog: str = "python -m nmt") -> None:
+    args = build_parser(prog).parse_args(argv)
+    with entry_point(getattr(args, "log_file", None)):
+        args.run(args)
+
+
+def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
+    """The command line: one subcommand per function above; search defaults come from :class:`DecodeConfig`."""
     parser = Parser(prog=prog, description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -173,19 +182,22 @@ def run(argv: list[str] | None = None, prog: str = "python -m nmt") -> None:
         action="append",
         help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble",
     )
-    p.add_argument("--method", default="beam", choices=["beam", "greedy", "sample"], help="search")
-    p.add_argument("--beam-size", type=positive_int, default=5, help="beam: hypotheses kept per step")
-    p.add_argument("--length-penalty", type=float, default=1.0, help="beam: exponent alpha of ((5 + |Y|) / 6)^alpha")
-    p.add_argument("--sampling-topk", type=int, default=0, help="sample: among the k best tokens (0: all)")
-    p.add_argument("--seed", type=int, default=1, help="sample: random seed")
-    p.add_argument("--max-len-a", type=float, default=DecodeConfig.max_len_a, help="output limit a * S + b subwords")
-    p.add_argument("--max-len-b", type=int, default=DecodeConfig.max_len_b, help="(S: source subwords, EOS included)")
-    p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch")
+    search = DecodeConfig()  # the defaults of a decoding config (one home: nmt.config)
+    p.add_argument("--method", default=search.method, choices=["beam", "greedy", "sample"], help="search")
+    p.add_argument("--beam-size", type=positive_int, default=search.beam_size, help="beam: hypotheses kept per step")
+    p.add_argument("--length-penalty", type=float, default=search.length_penalty,
+                   help="beam: exponent alpha of ((5 + |Y|) / 6)^alpha")  # fmt: skip
+    p.add_argument("--sampling-topk", type=int, default=search.sampling_topk,
+                   help="sample: among the k best tokens (0: all)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=search.seed, help="sample: random seed")
+    p.add_argument("--max-len-a", type=float, default=search.max_len_a, help="output limit a * S + b subwords")
+    p.add_argument("--max-len-b", type=int, default=search.max_len_b, help="(S: source subwords, EOS included)")
+    p.add_argument("--batch-size", type=positive_int, default=search.batch_size, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
     p.add_argument("--bf16", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
                    help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; "
                    "--bf16 alone: on")  # fmt: skip
-    p.add_argument("--runtime", default="torch", choices=["torch", "ctranslate2"],
+    p.add_argument("--runtime", default=search.runtime, choices=["torch", "ctranslate2"],
                    help="ctranslate2: greedy or sample in CTranslate2 on an export of the model "
                    "(greedy output equals torch's)")  # fmt: skip
     p.add_argument("--nbest", type=positive_int, help="beam search: print the N best as LINE<TAB>HYP<TAB>SCORE<TAB>"
@@ -223,15 +235,13 @@ def run(argv: list[str] | None = None, prog: str = "python -m nmt") -> None:
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=binarize)
     p = commands.add_parser("export", help="convert a Transformer model directory for CTranslate2")
-    p.add_argument("--format", required=True, choices=["ctranslate2"])
+    p.add_argument("--format", default="ctranslate2", choices=["ctranslate2"], help="the one format: ctranslate2")
     p.add_argument("--quantization", help="CTranslate2 weight type, e.g. int8 or float16 (default: float32)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.add_argument("model_dir", help="model directory (model.pt, src.model, trg.model)")
     p.add_argument("out", help="output directory of the CTranslate2 model")
     p.set_defaults(run=export)
-    args = parser.parse_args(argv)
-    with entry_point(getattr(args, "log_file", None)):
-        args.run(args)
+    return parser
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""Atomic output: readers (and a resumed run) never see half a file or half a folder."""
+"""Files of every stage: atomic output (readers and a resumed run never see half a file or half a folder),
+checksums, and strict reading of the UTF-8 text files that earlier stages wrote."""
 
 import errno
+import hashlib
 import logging
 import os
 import re
@@ -11,7 +13,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
-from nmt.errors import OutputError
+from nmt.errors import DataError, OutputError
 
 log = logging.getLogger(__name__)
 
@@ -154,5 +156,36 @@ def _is_running(pid: int) -> bool:
     except PermissionError:  # it runs, as another user
         return True
     except OverflowError:
+        return False
+    return True
+
+
+def hash_file(path: str | Path, algorithm: str = "sha256") -> str:
+    """Return the lowercase hex digest (``sha256``, ``md5``, ...) of the file at ``path``."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, algorithm).hexdigest()
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Read a plain UTF-8 text file (one sentence per line) that earlier stages wrote.
+
+    :raises DataError: naming the file (and line) if it is missing, a directory or not UTF-8
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: {'is a directory, not a file' if path.is_dir() else 'file not found'}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f]
+    except UnicodeDecodeError as e:
+        with open(path, "rb") as f:
+            number = next((n for n, raw in enumerate(f, 1) if not _is_utf8(raw)), "?")
+        raise DataError(f"{path}: line {number} is not UTF-8 ({e.reason})") from e
+
+
+def _is_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
         return False
     return True

@@ -74,7 +74,7 @@ def _positive(where: str, **values: float) -> None:
 
 @dataclass
 class CorpusConfig:
-    """Where a corpus comes from (see :mod:`nmt.importers`); ``{lang}`` in names stands for a language code.
+    """Where a corpus comes from (see :mod:`nmt.data.importers`); ``{lang}`` in names stands for a language code.
 
     - ``url``: ``url`` (http(s), file:// or a local path) per language; or, with ``member``, one
       archive (zip or tar) holding a file per language; or, with ``tsv_columns``, one TSV file.
@@ -138,7 +138,7 @@ class CorpusConfig:
 
 @dataclass
 class CleanConfig:
-    """Filters of the parallel training data (see :func:`nmt.cleaning.clean_corpus`); lengths count
+    """Filters of the parallel training data (see :func:`nmt.data.cleaning.clean_corpus`); lengths count
     whitespace-separated tokens."""
 
     normalize_punctuation: bool = True
@@ -234,6 +234,10 @@ class TrainConfig:
     init_from: str | None = None
     tensorboard: bool = False
 
+    def on_threads(self, threads: int) -> "TrainConfig":
+        """This config with ``threads: 0`` (the job's) resolved to the ``threads`` of the job that trains."""
+        return dataclasses.replace(self, threads=self.threads or threads)
+
     def check(self, where: str) -> None:
         _positive(
             where,
@@ -270,7 +274,7 @@ class ModelMeta:
     """What translating with a model needs to know of its training data, recorded in the model directory.
 
     ``src_lang`` and ``normalize_punctuation`` rebuild the normalizer that cleaning applied to the
-    sources (:class:`nmt.filters.Normalizer`); ``tagged_bt`` says whether synthetic training sources
+    sources (:class:`nmt.data.filters.Normalizer`); ``tagged_bt`` says whether synthetic training sources
     started with the back-translation tag (real inputs never do).
     """
 
@@ -285,7 +289,7 @@ class DecodeConfig:
     """Search settings; output length is at most ``max_len_a * S + max_len_b`` subwords.
 
     ``runtime: ctranslate2`` runs greedy search or sampling in CTranslate2 on an export of the model
-    (:mod:`nmt.ct2_search`): greedy output is ours token for token, faster on a CPU.
+    (:mod:`nmt.decoding.ctranslate2`): greedy output is ours token for token, faster on a CPU.
     """
 
     method: Literal["beam", "greedy", "sample"] = "beam"

@@ -86,7 +86,7 @@ class DataRoles:
 
 @dataclass(frozen=True)
 class Model:
-    """A model of the config: its options as written (``arch``, ``preset``, architecture keys, without
+    """A model of the config: its options as written (``arch``, ``size``, architecture keys, without
     ``training``), which training builds it from, the resolved architecture config, and its training settings."""
 
     name: str
@@ -96,8 +96,14 @@ class Model:
     training: TrainConfig
 
     @property
-    def preset(self) -> str:
-        return self.options.get("preset", "")
+    def size(self) -> str:
+        return self.options.get("size", "")
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """``arch`` and every architecture setting, its size's defaults resolved: what training builds the
+        model from, and what a rule records, so that a changed size or default reruns the training."""
+        return {"arch": self.arch, **dataclasses.asdict(self.config)}
 
 
 @dataclass(frozen=True)
@@ -205,9 +211,9 @@ class Experiment:
         ]
         return [reference, *others]
 
-    def model_options(self, model: str) -> dict[str, Any]:
-        """A model's options as written (``arch``, ``preset``, architecture keys), which training builds it from."""
-        return self.models[model].options
+    def model_settings(self, model: str) -> dict[str, Any]:
+        """A model's architecture with every setting resolved (:attr:`Model.settings`), which training builds."""
+        return self.models[model].settings
 
     def mono_sources(self, lang: str) -> list[str]:
         """The user's files (URL or path as configured) of the monolingual corpora, named in cleaning errors."""
@@ -218,16 +224,14 @@ class Experiment:
         init_from = self.models[model].training.init_from
         return [f"{init_from}/model.pt"] if init_from else []
 
-    def training(self, model: str, seed: int, trg_lang: str, threads: int) -> TrainConfig:
-        """The training of one run: its seed, the target language of its dev BLEU, and ``threads: 0`` resolved to
-        the job's ``threads``."""
-        training = self.models[model].training
-        return dataclasses.replace(training, seed=seed, trg_lang=trg_lang, threads=training.threads or threads)
+    def training(self, model: str, seed: int, trg_lang: str) -> TrainConfig:
+        """The training of one run: its seed and the target language of its dev BLEU (``threads: 0`` stays the
+        job's, :meth:`nmt.config.TrainConfig.on_threads`, so that another ``--cores`` reruns nothing)."""
+        return dataclasses.replace(self.models[model].training, seed=seed, trg_lang=trg_lang)
 
-    def reverse_training(self, trg_lang: str, threads: int) -> TrainConfig:
+    def reverse_training(self, trg_lang: str) -> TrainConfig:
         """The reverse model's training; it translates into the pair's source language ``trg_lang``."""
-        training = self.backtranslation.reverse.training
-        return dataclasses.replace(training, trg_lang=trg_lang, threads=training.threads or threads)
+        return dataclasses.replace(self.backtranslation.reverse.training, trg_lang=trg_lang)
 
     def generation(self, variant: str, part: str) -> DecodeConfig:
         """The reverse model's search for one part of the monolingual text (``part``: its name, a number such as
@@ -267,7 +271,7 @@ class Experiment:
             "testset": test,
             "model": model.name,
             "arch": model.arch,
-            "preset": model.preset,
+            "size": model.size,
             "stage": run.stage,
             "data": self.describe_data(run.stage),
             "seed": ENSEMBLE if run.name == ENSEMBLE else self.run_seeds(run.name)[0],
@@ -291,7 +295,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     subword = from_dict(SubwordConfig, config["subword"], "subword")
     decoding = from_dict(DecodeConfig, config["decoding"], "decoding")
     models = {
-        name: load_model(name, options, config["training"], f"models.{name}")
+        name: parse_model(name, options, config["training"], f"models.{name}")
         for name, options in config["models"].items()
     }
     data = DataRoles(
@@ -301,7 +305,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
         tuple(config["data"]["mono"]),
     )
     check_data(data, corpora, config["pairs"])
-    backtranslation = load_backtranslation(config["backtranslation"], config["training"], models, data)
+    backtranslation = parse_backtranslation(config["backtranslation"], config["training"], models, data)
     tables = from_dict(TablesConfig, config["tables"], "tables")
     if tables.baseline is not None and tables.baseline not in models:
         raise ConfigError(f"tables.baseline: '{tables.baseline}' is not a key of models")
@@ -319,8 +323,8 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     )
 
 
-def load_model(name: str, options: dict[str, Any], training: dict[str, Any], where: str) -> Model:
-    """A model entry (``arch``, ``preset``, architecture keys, ``training``): each model trains with the shared
+def parse_model(name: str, options: dict[str, Any], training: dict[str, Any], where: str) -> Model:
+    """A model entry (``arch``, ``size``, architecture keys, ``training``): each model trains with the shared
     ``training`` section, updated by its own ``training:`` keys.
 
     :param where: the config path of the entry, named in errors, e.g. ``models.transformer``
@@ -332,7 +336,7 @@ def load_model(name: str, options: dict[str, Any], training: dict[str, Any], whe
     return Model(name, options, arch, arch_config, train_config)
 
 
-def load_backtranslation(
+def parse_backtranslation(
     section: dict[str, Any], training: dict[str, Any], models: dict[str, Model], data: DataRoles
 ) -> Backtranslation:
     """The ``backtranslation`` section: its models must be keys of ``models``, and it needs ``data.mono``."""
@@ -341,7 +345,7 @@ def load_backtranslation(
             raise ConfigError(f"backtranslation.models: '{name}' is not a key of models")
     if section["models"] and not data.mono:
         raise ConfigError("backtranslation.models: back-translation needs monolingual corpora in data.mono")
-    reverse = load_model("reverse", section["reverse_model"], training, "backtranslation.reverse_model")
+    reverse = parse_model("reverse", section["reverse_model"], training, "backtranslation.reverse_model")
     variants = {}
     for name, variant in section["variants"].items():
         where = f"backtranslation.variants.{name}"

@@ -1,7 +1,7 @@
-"""Model settings without torch: each architecture's config dataclass and its named presets (sizes from the papers).
+"""Model settings without torch: each architecture's config dataclass and its named sizes (from the papers).
 
 The workflow resolves every model's options while Snakemake parses it, on a login node that need not have
-torch, so this module imports nothing heavy; :mod:`nmt.model` pairs each architecture with its builder.
+torch, so this module imports nothing heavy; :mod:`nmt.models.seq2seq` pairs each architecture with its builder.
 """
 
 from dataclasses import dataclass
@@ -13,7 +13,7 @@ from nmt.errors import ConfigError
 
 @dataclass
 class RnnConfig:
-    """Sizes and variants of the recurrent model; the defaults are the ``small`` preset."""
+    """Sizes and variants of the recurrent model; the defaults are the ``small`` size."""
 
     cell: Literal["gru", "lstm"] = "gru"
     emb_dim: int = 256
@@ -68,7 +68,7 @@ class RnnConfig:
 
 # Named layouts; "rnnsearch" is RNNsearch-50 (Bahdanau et al. 2015, appendix A.2), "luong" the global-attention
 # model of Luong et al. 2015 (section 4.1); "small"/"tiny" are our CPU sizes.
-RNN_PRESETS: dict[str, dict[str, Any]] = {
+RNN_SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"emb_dim": 32, "hidden_size": 32, "attention_dim": 32, "output_dim": 32, "enc_layers": 1,
              "dec_layers": 1, "dropout": 0.1},
     "small": {"cell": "gru", "emb_dim": 256, "hidden_size": 256, "attention_dim": 256, "output_dim": 256,
@@ -147,7 +147,7 @@ _EN_FR = {"channels": (512,) * 5 + (768,) * 4 + (1024,) * 3 + (2048, 4096), "ker
 _WMT = {"emb_dim": 512, "out_emb_dim": 512, "share_embeddings": False, "tie_output": False, "dropout": 0.2}
 
 # "small" is our CPU size for Multi30k (about 7.3M parameters with a joint 8000 vocabulary), "tiny" is for tests.
-CONVS2S_PRESETS: dict[str, dict[str, Any]] = {
+CONVS2S_SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"emb_dim": 32, "channels": (32,), "enc_layers": 2, "dec_layers": 2, "kernel_size": (3,),
              "out_emb_dim": 32, "dropout": 0.1},
     "small": {"emb_dim": 256, "channels": (256,), "enc_layers": 6, "dec_layers": 4, "kernel_size": (3,),
@@ -186,7 +186,7 @@ class TransformerConfig:
 
 
 # Named layouts; "base" and "big" are table 3 of the paper, "small"/"tiny" are our CPU sizes.
-TRANSFORMER_PRESETS: dict[str, dict[str, Any]] = {
+TRANSFORMER_SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"d_model": 64, "n_heads": 2, "ff_dim": 128, "enc_layers": 1, "dec_layers": 1},
     "small": {"d_model": 256, "n_heads": 4, "ff_dim": 1024, "enc_layers": 3, "dec_layers": 3},
     "base": {
@@ -200,22 +200,24 @@ TRANSFORMER_PRESETS: dict[str, dict[str, Any]] = {
 }  # fmt: skip
 
 
-# name -> (config dataclass, presets); nmt.model.ARCHITECTURES holds the builders.
+# name -> (config dataclass, sizes); nmt.models.seq2seq.ARCHITECTURES holds the builders.
 MODEL_CONFIGS = {
-    "rnn": (RnnConfig, RNN_PRESETS),
-    "convs2s": (ConvS2SConfig, CONVS2S_PRESETS),
-    "transformer": (TransformerConfig, TRANSFORMER_PRESETS),
+    "rnn": (RnnConfig, RNN_SIZES),
+    "convs2s": (ConvS2SConfig, CONVS2S_SIZES),
+    "transformer": (TransformerConfig, TRANSFORMER_SIZES),
 }
 
 
 def resolve_model_options(options: dict[str, Any], where: str) -> tuple[str, Any]:
-    """Turn ``{"arch": ..., "preset": ..., **overrides}`` into ``(arch, config dataclass)``."""
+    """Turn ``{"arch": ..., "size": ..., **overrides}`` into ``(arch, config dataclass)``."""
     options = dict(options)
     arch = options.pop("arch", None)
     if arch not in MODEL_CONFIGS:
         raise ConfigError(f"{where}.arch: {arch!r} is not one of {', '.join(map(repr, MODEL_CONFIGS))}")
-    config_cls, presets = MODEL_CONFIGS[arch]
-    preset = options.pop("preset", None)
-    if preset is not None and preset not in presets:
-        raise ConfigError(f"{where}.preset: {preset!r} is not a {arch} preset ({', '.join(presets)})")
-    return arch, from_dict(config_cls, {**presets.get(preset, {}), **options}, where)
+    config_cls, sizes = MODEL_CONFIGS[arch]
+    if "preset" in options:  # the key's name before "preset" came to mean a whole experiment (workflow/presets/)
+        raise ConfigError(f"{where}.preset: the key is now called 'size' (size: {options['preset']})")
+    size = options.pop("size", None)
+    if size is not None and size not in sizes:
+        raise ConfigError(f"{where}.size: {size!r} is not a {arch} size ({', '.join(sizes)})")
+    return arch, from_dict(config_cls, {**sizes.get(size, {}), **options}, where)

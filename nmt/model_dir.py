@@ -1,78 +1,66 @@
-"""A trained model directory: its files, loading it onto a device, its meta.json, and the device's precision.
+"""The model directory: its files, and the one place that reads and writes them for training, decoding and export.
 
-Training writes the directory (:func:`nmt.training.train`); translation, ensembles and export read it.
+Training writes it (:func:`write_model`, :func:`write_meta`); translation, ensembles, fine-tuning and the
+CTranslate2 export read it (:func:`read_model_file`, :func:`load_model`, :func:`normalize_input`).
 """
 
 import json
 import logging
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 import torch
 
-from nmt.atomic import write_text
-from nmt.checkpoint import load_checkpoint
+from nmt.atomic import atomic_path, hash_file, write_text
+from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.config import ModelMeta
-from nmt.download import hash_file
+from nmt.data.subword import load_subword
 from nmt.errors import DataError, NmtError
-from nmt.model import Seq2Seq, model_from_spec
-from nmt.subword import BT_TAG, load_subword
+from nmt.models.seq2seq import Seq2Seq, model_from_spec
+from nmt.vocab import BT_TAG
 
 log = logging.getLogger(__name__)
 
-# Files of a model directory written by nmt.training.train.
+# Files of a model directory.
 MODEL_FILE, SRC_SPM, TRG_SPM, META_FILE = "model.pt", "src.model", "trg.model", "meta.json"
 
 
-def get_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when available, else CPU."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise DataError("device 'cuda' was requested but no CUDA device is available")
-    return torch.device(name)
+def read_model_file(model_dir: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """The checkpoint of ``model_dir`` (``spec``: architecture and settings; ``model``: the weights).
 
-
-def autocast_dtype(device_type: str, bf16: str, bf16_supported: bool) -> torch.dtype | None:
-    """The reduced precision of autocast, None for float32.
-
-    ``auto``: bfloat16 on CUDA GPUs that have it (Ampere and later), float16 on older ones (training then
-    scales the loss, see :func:`grad_scaler`), float32 on CPU; ``on``: bfloat16 anywhere; ``off``: float32.
+    :raises DataError: one line naming the folder if it is not a model directory, saying what one holds
     """
-    if bf16 == "off" or (bf16 == "auto" and device_type != "cuda"):
-        return None
-    return torch.bfloat16 if bf16 == "on" or bf16_supported else torch.float16
+    model_dir = Path(model_dir)
+    if not (model_dir / MODEL_FILE).is_file():
+        what = "is a file" if model_dir.is_file() else "not found" if not model_dir.exists() else f"has no {MODEL_FILE}"
+        found = sorted(p.parent.name for p in model_dir.glob(f"*/{MODEL_FILE}"))[:3] if model_dir.is_dir() else []
+        hint = f"; model directories inside it: {', '.join(found)}" if found else ""
+        raise DataError(
+            f"{model_dir}: {what}; expected a model directory ({MODEL_FILE}, {SRC_SPM}, {TRG_SPM}, {META_FILE}){hint}"
+        )
+    return load_checkpoint(model_dir / MODEL_FILE, map_location=device)
 
 
-def mixed_precision(device: torch.device, bf16: str = "auto") -> torch.dtype | None:
-    """:func:`autocast_dtype` of this device."""
-    return autocast_dtype(device.type, bf16, device.type == "cuda" and torch.cuda.is_bf16_supported())
+def write_model(model_dir: str | Path, checkpoint: dict[str, Any], src_spm: str | Path, trg_spm: str | Path) -> None:
+    """Write ``checkpoint`` (``spec`` and ``model``) as ``model_dir/model.pt`` beside copies of both subword models."""
+    model_dir = Path(model_dir)
+    save_checkpoint(model_dir / MODEL_FILE, checkpoint)
+    for src, name in ((src_spm, SRC_SPM), (trg_spm, TRG_SPM)):
+        with atomic_path(model_dir / name) as tmp:
+            shutil.copyfile(src, tmp)
 
 
-def autocast(device: torch.device, bf16: str = "auto"):
-    """Autocast context of :func:`mixed_precision` (disabled for float32)."""
-    dtype = mixed_precision(device, bf16)
-    return torch.autocast(device_type=device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
-
-
-def for_decoding(model: torch.nn.Module, device: torch.device, bf16: str = "auto") -> torch.nn.Module:
-    """``model`` in eval mode, with bfloat16 weights where :func:`mixed_precision` is bfloat16.
-
-    Autocast casts each weight again at every decoding step (its cast cache lasts one ``with`` block)
-    and keeps the activations between layers in float32; bfloat16 weights do neither. Beam search
-    over test_2016_flickr with the default Transformer on 2 CPU cores: 11.5 s in float32, 8.3 s under
-    autocast, 7.3 s with bfloat16 weights, BLEU 16.85 / 16.93 / 16.83. float16 stays under autocast,
-    whose float32 operations guard its narrow range.
-    """
-    if mixed_precision(device, bf16) == torch.bfloat16:
-        model = model.to(torch.bfloat16)
-    return model.eval()
-
-
-def grad_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradScaler:
-    """Loss scaling for float16 training (its gradients underflow without); a pass-through otherwise."""
-    return torch.amp.GradScaler("cuda", enabled=mixed_precision(device, bf16) == torch.float16)
+def differing_subword_models(model_dir: str | Path, src_spm: str | Path, trg_spm: str | Path) -> list[str]:
+    """The sides (``source``, ``target``) whose subword model in ``model_dir`` differs from ``src_spm``/``trg_spm``."""
+    model_dir = Path(model_dir)
+    return [
+        side
+        for side, ours, theirs in (("source", src_spm, model_dir / SRC_SPM), ("target", trg_spm, model_dir / TRG_SPM))
+        if not theirs.is_file() or hash_file(ours) != hash_file(theirs)
+    ]
 
 
 def load_model(
@@ -80,11 +68,8 @@ def load_model(
 ) -> tuple[Seq2Seq, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
     """Load the model and its source/target subword models from ``model_dir``, checking that they fit together."""
     model_dir = Path(model_dir)
-    if not model_dir.is_dir():
-        what = "is a file" if model_dir.exists() else "not found"
-        raise DataError(f"{model_dir}: {what}; expected a model directory ({MODEL_FILE}, {SRC_SPM}, {TRG_SPM})")
     path = model_dir / MODEL_FILE
-    ckpt = load_checkpoint(path, map_location=device)
+    ckpt = read_model_file(model_dir, device)
     try:
         model = model_from_spec(ckpt["spec"])
         model.load_state_dict(ckpt["model"])
@@ -149,7 +134,7 @@ def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str
         settings = json.loads(path.read_text(encoding="utf-8"))["source_normalization"]
         if settings is None:
             return lines
-        from nmt.filters import Normalizer  # sacremoses and langid take 0.25 s to load: only when needed
+        from nmt.data.filters import Normalizer  # sacremoses and langid take 0.25 s to load: only when needed
 
         normalizer = Normalizer(settings["lang"], settings["moses_punctuation"])
     except (ValueError, KeyError, TypeError) as e:

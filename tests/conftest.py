@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from nmt.config import SubwordConfig, TrainConfig
-from nmt.download import MIRROR_ENV
-from nmt.model import build_model
-from nmt.subword import train_subword
-from nmt.training import train
+from nmt.data.download import MIRROR_ENV
+from nmt.data.subword import train_subword
+from nmt.models.seq2seq import build_model
+from nmt.training.loop import train
 
 REPO = Path(__file__).resolve().parents[1]
 # The mirror of the public corpora (`make mirror` builds one): $NMT_MIRROR, else ../shared/data/mirror. Taken out
-# of the environment, so that nmt.download does not use it where a test wants the network (a loopback server).
+# of the environment, so that nmt.data.download does not use it where a test wants the network (a loopback server).
 MIRROR = Path(os.environ.pop(MIRROR_ENV, "") or REPO.parent / "shared" / "data" / "mirror").resolve()
 ARCHS = ["rnn", "transformer", "convs2s"]
 
@@ -79,7 +79,7 @@ def toy_spm(toy_corpus, tmp_path_factory) -> dict[str, Path]:
 def tiny_model(arch: str, vocab: int = 40, seed: int = 0, **overrides):
     """An untrained tiny model of ``arch`` without dropout (deterministic outputs), initialised with ``seed``."""
     torch.manual_seed(seed)
-    return build_model({"arch": arch, "preset": "tiny", "dropout": 0.0, **overrides}, vocab, vocab, True).eval()
+    return build_model({"arch": arch, "size": "tiny", "dropout": 0.0, **overrides}, vocab, vocab, True).eval()
 
 
 def stepwise_logits(model, src: torch.Tensor, trg_in: torch.Tensor) -> torch.Tensor:
@@ -101,7 +101,7 @@ def tiny_train_config(**overrides) -> TrainConfig:
 
 
 # A 2+2-layer Transformer that learns the toy task in a few seconds.
-TOY_MODEL = {"arch": "transformer", "preset": "tiny", "d_model": 64, "ff_dim": 256, "enc_layers": 2, "dec_layers": 2}
+TOY_MODEL = {"arch": "transformer", "size": "tiny", "d_model": 64, "ff_dim": 256, "enc_layers": 2, "dec_layers": 2}
 
 
 def run_training(toy_corpus, toy_spm, model_dir, model=TOY_MODEL, **overrides):

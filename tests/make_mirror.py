@@ -10,7 +10,8 @@ import argparse
 import os
 from pathlib import Path
 
-from nmt.download import MIRROR_ENV, download, hash_file, mirror_path
+from nmt.atomic import hash_file
+from nmt.data.download import MIRROR_ENV, download, mirror_path
 from nmt.entry import entry_point
 
 LIST = Path(__file__).with_name("mirror.sha256")

@@ -8,9 +8,9 @@ import pytest
 
 BATCHES_OF_BEAM_SEARCH = """
 import resource, sys, torch
-from nmt.allocator import keep_freed_memory
-from nmt.model import build_model
-from nmt.search import beam_search
+from nmt.decoding.allocator import keep_freed_memory
+from nmt.models.seq2seq import build_model
+from nmt.decoding.search import beam_search
 if sys.argv[1] == "keep":
     assert keep_freed_memory()
 torch.set_num_threads(2)

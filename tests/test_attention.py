@@ -10,9 +10,9 @@ import math
 import pytest
 import torch
 
-from nmt.convs2s import ConvS2SAttention
-from nmt.rnn import BahdanauAttention, LuongAttention
-from nmt.transformer import MultiHeadAttention
+from nmt.models.convs2s import ConvS2SAttention
+from nmt.models.rnn import BahdanauAttention, LuongAttention
+from nmt.models.transformer import MultiHeadAttention
 
 B, S, T, D, H = 2, 5, 4, 8, 6
 

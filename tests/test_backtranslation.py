@@ -8,10 +8,11 @@ import tracemalloc
 import pytest
 from conftest import write_lines
 
-from nmt.backtranslation import build_synthetic_corpus, get_drop_reason, has_repeated_ngram, split_corpus
 from nmt.config import SyntheticConfig
+from nmt.data.backtranslation import build_synthetic_corpus, get_drop_reason, has_repeated_ngram, split_corpus
+from nmt.data.subword import load_subword
 from nmt.errors import DataError
-from nmt.subword import BT_TAG, load_subword
+from nmt.vocab import BT_TAG
 
 
 def test_split_corpus_keeps_every_line_in_order(tmp_path):

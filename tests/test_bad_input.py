@@ -17,9 +17,9 @@ from conftest import REPO
 from test_workflow import MIRROR, TINY, needs_mirror, snakemake
 
 from nmt.atomic import remove_stale_temp_files
-from nmt.cleaning import clean_corpus, clean_monolingual, prepare_eval_set
 from nmt.config import CleanConfig
-from nmt.download import download
+from nmt.data.cleaning import clean_corpus, clean_monolingual, prepare_eval_set
+from nmt.data.download import download
 from nmt.errors import NmtError
 
 GERMAN = ["Ein Mädchen läuft.", "Zwei Hunde spielen.", "Der Bär schläft.", "Grüße aus Köln.", "Ein Fußball."]
@@ -68,7 +68,7 @@ def full_disk(tmp_path: Path, how: str) -> str:
     out.mkdir()
     script = f"""
 import os, resource, signal
-from nmt.cleaning import clean_corpus
+from nmt.data.cleaning import clean_corpus
 from nmt.config import CleanConfig
 from nmt.entry import entry_point
 if {how!r} == "ENOSPC":

@@ -16,10 +16,10 @@ import pytest
 import yaml
 from conftest import MIRROR, REPO
 
-from nmt.binarize import BinarizedData
-from nmt.data import EOS
-from nmt.experiment import load_model
-from nmt.subword import load_subword
+from nmt.data.binarize import BinarizedData
+from nmt.data.subword import load_subword
+from nmt.experiment import parse_model
+from nmt.vocab import EOS
 
 
 def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
@@ -74,7 +74,7 @@ def test_compare_toolkits_small_size_is_the_default_transformer_of_config_yaml()
     finally:
         sys.path.pop(0)
     config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
-    model = load_model("transformer", config["models"]["transformer"], config["training"], "models.transformer")
+    model = parse_model("transformer", config["models"]["transformer"], config["training"], "models.transformer")
     setup, arch, training = setup_of_size("small", threads=2), model.config, model.training
     assert (setup.enc_layers, setup.dec_layers, setup.d_model, setup.heads, setup.ff_dim, setup.dropout) == (
         arch.enc_layers, arch.dec_layers, arch.d_model, arch.n_heads, arch.ff_dim, arch.dropout,

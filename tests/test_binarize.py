@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from conftest import assert_one_line, write_lines
 
-import nmt.binarize
-from nmt.binarize import BinarizedData, binarize, open_training_data
+import nmt.data.binarize
 from nmt.config import SubwordConfig
-from nmt.data import ParallelData
+from nmt.data.batches import ParallelData
+from nmt.data.binarize import BinarizedData, binarize, open_training_data
+from nmt.data.subword import load_subword, train_subword
 from nmt.errors import DataError
-from nmt.subword import load_subword, train_subword
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def assert_same_pairs(binarized, encoded) -> None:
 @pytest.mark.parametrize("max_length", [None, 12])
 def test_binarized_ids_equal_encoding_the_text(toy_corpus, toy_spm, two_corpora, tmp_path, monkeypatch, max_length):
     """Two corpora, encoded 64 pairs at a time with 2 threads, give the pairs that ParallelData encodes in one go."""
-    monkeypatch.setattr(nmt.binarize, "CHUNK_LINES", 64)
+    monkeypatch.setattr(nmt.data.binarize, "CHUNK_LINES", 64)
     sp = load_subword(toy_spm["en"])
     header = binarize(
         two_corpora["en"], two_corpora["de"], toy_spm["en"], toy_spm["de"], tmp_path / "train", max_length, threads=2

@@ -1,4 +1,4 @@
-"""Tests of nmt.cleaning and nmt.filters: normalization, filters, reports and eval-set preparation."""
+"""Tests of nmt.data.cleaning and nmt.data.filters: normalization, filters, reports and eval-set preparation."""
 
 import gzip
 import json
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from conftest import MIRROR, assert_one_line
 
-from nmt.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_set
 from nmt.config import CleanConfig
+from nmt.data.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_set
+from nmt.data.filters import Normalizer
+from nmt.data.rawtext import open_text
 from nmt.errors import DataError
-from nmt.filters import Normalizer
-from nmt.rawtext import open_text
 
 MULTI30K = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 needs_mirror = pytest.mark.skipif(not MULTI30K.is_dir(), reason=f"Multi30k not found in the mirror at {MIRROR}")
@@ -410,7 +410,7 @@ def test_decontamination_against_dev_and_test(tmp_path: Path) -> None:
 def test_parallel_chunks_and_shuffle_keep_pairs_aligned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import nmt.cleaning
 
-    monkeypatch.setattr(nmt.cleaning, "CHUNK_PAIRS", 7)  # many chunks from a small corpus
+    monkeypatch.setattr(nmt.data.cleaning, "CHUNK_PAIRS", 7)  # many chunks from a small corpus
     src = [f"Satz Nummer {i}" for i in range(100)] + ["", b"\xff"]
     trg = [f"sentence number {i}" for i in range(100)] + ["x", "y"]
     serial = run_clean(tmp_path, src, trg)
@@ -455,7 +455,7 @@ def test_dedup_memory_does_not_hold_a_set_of_strings_or_digests(tmp_path: Path) 
 
 
 def test_digest_set_keeps_distinct_and_finds_duplicates_across_merges(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nmt.cleaning import DigestSet
+    from nmt.data.cleaning import DigestSet
 
     monkeypatch.setattr(DigestSet, "RECENT", 100)  # many merges into the sorted array
     seen = DigestSet()
@@ -484,7 +484,7 @@ def test_clean_monolingual_streams_without_holding_the_sentences(tmp_path: Path)
 @needs_mirror
 def test_language_check_decides_as_py3langid_classify() -> None:
     # LanguageCheck takes only the weight rows of a sentence's features: the same decisions as classify().
-    from nmt.filters import LanguageCheck
+    from nmt.data.filters import LanguageCheck
 
     sentences = [line for lang in ("en", "de", "fr", "cs") for line in open_text(MULTI30K / f"val.{lang}.gz")][::20]
     sentences += ["12 345", "OK", "Hello Welt", "x", "www.example.org"]

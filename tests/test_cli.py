@@ -20,8 +20,9 @@ from conftest import TOY_MODEL
 
 from nmt.__main__ import main
 from nmt.config import DecodeConfig
-from nmt.model_dir import get_device, load_model
-from nmt.translation import translate_lines
+from nmt.decoding.translation import translate_lines
+from nmt.device import get_device
+from nmt.model_dir import load_model
 
 LONG = " ".join(["dog"] * 20_000)  # about 40,000 subwords, far past max_positions (1024)
 

@@ -6,6 +6,7 @@ import pytest
 import yaml
 from conftest import REPO
 
+from nmt.__main__ import build_parser
 from nmt.config import (
     CleanConfig,
     CorpusConfig,
@@ -17,7 +18,7 @@ from nmt.config import (
     from_dict,
 )
 from nmt.errors import ConfigError
-from nmt.model import resolve_model_options
+from nmt.model_config import resolve_model_options
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
 
@@ -92,11 +93,18 @@ def test_schema_documents_every_field_with_the_code_default(properties, cls):
             assert (tuple(default) if isinstance(default, list) else default) == code, name
 
 
+def test_the_command_line_searches_with_the_config_defaults():
+    """``nmt translate`` without options searches as a workflow config without a ``decoding`` section."""
+    args = vars(build_parser().parse_args(["translate", "--model", "m"]))
+    fields = {f.name: f.default for f in dataclasses.fields(DecodeConfig)}
+    assert {name: args[name] for name in fields} == fields
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
         ({"arch": "lstm"}, "models.x.arch: 'lstm' is not one of"),
-        ({"arch": "transformer", "preset": "huge"}, "models.x.preset: 'huge' is not a transformer preset"),
+        ({"arch": "transformer", "size": "huge"}, "models.x.size: 'huge' is not a transformer size"),
         ({"arch": "transformer", "d_modle": 3}, "models.x: unknown key 'd_modle'"),
         ({"arch": "transformer", "enc_layers": -2}, "models.x.enc_layers: must be > 0, got -2"),
         ({"arch": "transformer", "dec_layers": 0}, "models.x.dec_layers: must be > 0, got 0"),
@@ -123,8 +131,8 @@ def test_model_options_are_checked(options, message):
 
 
 def test_presets_match_the_paper():
-    _, base = resolve_model_options({"arch": "transformer", "preset": "base"}, "m")
-    _, big = resolve_model_options({"arch": "transformer", "preset": "big"}, "m")
+    _, base = resolve_model_options({"arch": "transformer", "size": "base"}, "m")
+    _, big = resolve_model_options({"arch": "transformer", "size": "big"}, "m")
     assert (base.enc_layers, base.dec_layers, base.d_model, base.n_heads, base.ff_dim, base.dropout) == (
         6,
         6,
@@ -142,7 +150,7 @@ def test_presets_match_the_paper():
         0.3,
     )
     assert base.norm == big.norm == "post"
-    _, small = resolve_model_options({"arch": "transformer", "preset": "small", "dropout": 0.2}, "m")
+    _, small = resolve_model_options({"arch": "transformer", "size": "small", "dropout": 0.2}, "m")
     assert small.dropout == 0.2 and small.d_model == 256
 
 

@@ -7,12 +7,12 @@ import torch
 from conftest import stepwise_logits, tiny_model
 from torch.nn.utils import parametrize
 
-from nmt.convs2s import per_layer
-from nmt.data import BOS, EOS, PAD
 from nmt.errors import ConfigError
-from nmt.model import build_model, model_from_spec, reorder_state
-from nmt.model_config import CONVS2S_PRESETS as PRESETS
+from nmt.model_config import CONVS2S_SIZES as PRESETS
 from nmt.model_config import ConvS2SConfig
+from nmt.models.convs2s import per_layer
+from nmt.models.seq2seq import build_model, model_from_spec, reorder_state
+from nmt.vocab import BOS, EOS, PAD
 
 V = 40
 
@@ -102,7 +102,7 @@ def test_weight_norm_everywhere_but_lookup_tables():
 
 def test_initialisation_follows_section_3_5():
     torch.manual_seed(0)
-    model = build_model({"arch": "convs2s", "preset": "small", "dropout": 0.2}, 1000, 1000, True)
+    model = build_model({"arch": "convs2s", "size": "small", "dropout": 0.2}, 1000, 1000, True)
     conv = model.encoder.layers[0].conv
     assert conv.weight.std().item() == pytest.approx(math.sqrt(4 * 0.8 / (3 * 256)), rel=0.02)
     query = model.decoder.layers[0].attention.query
@@ -147,12 +147,12 @@ def test_presets_have_the_papers_sizes():
     assert per_layer(ro["channels"], ro["enc_layers"]) == (512,) * 20
     assert all(p["emb_dim"] == p["out_emb_dim"] == 512 for p in (de, fr, ro))
     with torch.device("meta"):
-        small = build_model({"arch": "convs2s", "preset": "small"}, 8000, 8000, True)
+        small = build_model({"arch": "convs2s", "size": "small"}, 8000, 8000, True)
     assert 6e6 < small.n_parameters() < 8e6
 
 
 def test_per_layer_options_roundtrip_and_errors():
-    options = {"arch": "convs2s", "preset": "tiny", "channels": [32, 64], "kernel_size": [3, 1]}
+    options = {"arch": "convs2s", "size": "tiny", "channels": [32, 64], "kernel_size": [3, 1]}
     model = build_model(options, V, V, True)
     assert model.spec["config"]["channels"] == (32, 64)
     assert model_from_spec(model.spec).n_parameters() == model.n_parameters()
@@ -164,5 +164,5 @@ def test_per_layer_options_roundtrip_and_errors():
     ]
     for overrides, message in bad:
         with pytest.raises(ConfigError, match=message):
-            build_model({"arch": "convs2s", "preset": "tiny", **overrides}, V, V, True)
+            build_model({"arch": "convs2s", "size": "tiny", **overrides}, V, V, True)
     assert all(getattr(ConvS2SConfig(), key) == value for key, value in PRESETS["small"].items())

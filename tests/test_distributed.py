@@ -13,9 +13,10 @@ import pytest
 import torch
 from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config, write_lines
 
-from nmt.binarize import binarize
 from nmt.checkpoint import load_checkpoint
-from nmt.distributed import (
+from nmt.data.binarize import binarize
+from nmt.errors import TrainingError
+from nmt.training.distributed import (
     Rendezvous,
     World,
     launch_training,
@@ -25,8 +26,7 @@ from nmt.distributed import (
     srun_command,
     torchrun_command,
 )
-from nmt.errors import TrainingError
-from nmt.training import train
+from nmt.training.loop import train
 
 NO_DROPOUT = {**TOY_MODEL, "dropout": 0.0}  # dropout masks differ per process; the rest must not
 
@@ -155,7 +155,7 @@ def test_two_nodes_equal_one_process(toy_corpus, toy_spm, tmp_path):
     two = {**paths, "train_data": str(prefix), "model_dir": str(tmp_path / "two")}
     rendezvous = Rendezvous(2, f"127.0.0.1:{free_port()}", "test")
     code = (
-        "import json, sys; from conftest import tiny_train_config; from nmt.distributed import Rendezvous, "
+        "import json, sys; from conftest import tiny_train_config; from nmt.training.distributed import Rendezvous, "
         "launch_training; from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
         "with entry_point(a['log']):\n"
         "    launch_training(1, a['model'], tiny_train_config(**a['overrides']), a['files'], a['log'], 2, "
@@ -179,7 +179,7 @@ def test_two_nodes_equal_one_process(toy_corpus, toy_spm, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "model", [NO_DROPOUT, {"arch": "rnn", "preset": "tiny", "dropout": 0.0}], ids=["transformer", "rnn"]
+    "model", [NO_DROPOUT, {"arch": "rnn", "size": "tiny", "dropout": 0.0}], ids=["transformer", "rnn"]
 )
 def test_two_processes_equal_one(toy_corpus, toy_spm, tmp_path, model):
     """Two gloo processes with half of every batch (and gradient accumulation) end with the parameters
@@ -225,7 +225,8 @@ def test_sigterm_stops_all_processes_with_a_checkpoint(toy_corpus, toy_spm, tmp_
     the step, save one checkpoint and the launcher ends with one line."""
     log = tmp_path / "log"
     code = (
-        "import json, sys; from conftest import tiny_train_config; from nmt.distributed import launch_training; "
+        "import json, sys; from conftest import tiny_train_config; "
+        "from nmt.training.distributed import launch_training; "
         "from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
         "with entry_point(a['log']):\n"
         "    launch_training(2, a['model'], tiny_train_config(max_steps=100000, valid_every=100000, "

@@ -1,4 +1,4 @@
-"""Tests of nmt.download against the shared mirror and a loopback HTTP server."""
+"""Tests of nmt.data.download against the shared mirror and a loopback HTTP server."""
 
 import gzip
 import hashlib
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import MIRROR
 
-from nmt.download import download, mirror_path, part_path
+from nmt.data.download import download, mirror_path, part_path
 from nmt.errors import DownloadError
 
 needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"data mirror not found at {MIRROR}")

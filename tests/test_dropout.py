@@ -1,11 +1,12 @@
-"""nmt.dropout: CPU masks of 16 random bits per element from torch's generator; attention written out for them."""
+"""nmt.models.dropout: CPU masks of 16 random bits per element from torch's generator; attention written out
+for them."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from nmt.dropout import Dropout, dropout, keep_mask
-from nmt.transformer import attend
+from nmt.models.dropout import Dropout, dropout, keep_mask
+from nmt.models.transformer import attend
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])

@@ -9,16 +9,18 @@ import pytest
 import torch
 from conftest import ARCHS, assert_one_line, run_training, tiny_model
 
+from nmt.atomic import read_lines
 from nmt.config import DecodeConfig, SubwordConfig
-from nmt.data import BOS, EOS, PAD, read_lines
-from nmt.ensemble import Ensemble, load_ensemble
+from nmt.data.subword import train_subword
+from nmt.decoding.ensemble import Ensemble, load_ensemble
+from nmt.decoding.search import beam_search, greedy_search
+from nmt.decoding.translation import translate_lines
+from nmt.device import get_device
 from nmt.errors import DataError
-from nmt.metrics import score_corpus
-from nmt.model import reorder_state
-from nmt.model_dir import TRG_SPM, get_device
-from nmt.search import beam_search, greedy_search
-from nmt.subword import train_subword
-from nmt.translation import translate_lines
+from nmt.evaluation.metrics import score_corpus
+from nmt.model_dir import TRG_SPM
+from nmt.models.seq2seq import reorder_state
+from nmt.vocab import BOS, EOS, PAD
 
 V = 40
 

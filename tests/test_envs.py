@@ -11,7 +11,8 @@ import pytest
 from conftest import MIRROR, REPO
 
 from nmt.__main__ import TRAIN_FILES
-from nmt.download import hash_file, mirror_path
+from nmt.atomic import hash_file
+from nmt.data.download import mirror_path
 
 TINY = REPO / "tests" / "integration"
 
@@ -36,13 +37,13 @@ def test_dry_run_parses_the_workflow_without_torch(tmp_path):
 def test_config_modules_do_not_import_torch(tmp_path):
     # What the Snakefile imports of nmt (workflow/rules/common.smk); a model with a bad preset still fails loudly.
     code = (
-        "import nmt.config, nmt.download, nmt.errors, nmt.experiment, nmt.model_config as m\n"
-        "m.resolve_model_options({'arch': 'transformer', 'preset': 'big'}, 'models.t')\n"
-        "m.resolve_model_options({'arch': 'rnn', 'preset': 'huge'}, 'models.r')\n"
+        "import nmt.config, nmt.data.download, nmt.errors, nmt.experiment, nmt.model_config as m\n"
+        "m.resolve_model_options({'arch': 'transformer', 'size': 'big'}, 'models.t')\n"
+        "m.resolve_model_options({'arch': 'rnn', 'size': 'huge'}, 'models.r')\n"
     )
     out = run_without_torch(tmp_path, ["-c", code], tmp_path)
     assert "torch imported" not in out.stderr, out.stderr
-    assert "models.r.preset: 'huge' is not a rnn preset" in out.stderr.strip().splitlines()[-1], out.stderr
+    assert "models.r.size: 'huge' is not a rnn size" in out.stderr.strip().splitlines()[-1], out.stderr
 
 
 def make_rules_env(tmp_path: Path) -> Path:
@@ -103,7 +104,7 @@ def test_torchrun_processes_import_the_same_nmt(tmp_path):
     code = (
         f"import sys; sys.path.append({str(REPO)!r})\n"
         "from nmt.config import TrainConfig\n"
-        "from nmt.distributed import launch_training\n"
+        "from nmt.training.distributed import launch_training\n"
         f"launch_training(1, {{'arch': 'transformer'}}, TrainConfig(), {files!r}, {str(tmp_path / 'log')!r})\n"
     )
     env = env_without_pythonpath(python)

@@ -10,6 +10,7 @@ from snakemake.utils import validate  # the schema call of workflow/rules/common
 from nmt.config import ModelMeta
 from nmt.errors import ConfigError
 from nmt.experiment import Run, System, load_experiment, read_overrides, reject_training_seeds
+from nmt.models.seq2seq import build_model
 
 TINY = yaml.safe_load((REPO / "tests/integration/config.yaml").read_text())
 SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
@@ -59,20 +60,23 @@ def test_tables_baseline_and_a_single_seed():
 
 def test_models_with_their_training():
     models = {
-        "t": {"arch": "transformer", "preset": "tiny", "d_model": 32, "training": {"max_length": 64, "lr": 0.01}},
-        "r": {"arch": "rnn", "preset": "tiny", "training": {"threads": 3, "init_from": "old/model"}},
+        "t": {"arch": "transformer", "size": "tiny", "d_model": 32, "training": {"max_length": 64, "lr": 0.01}},
+        "r": {"arch": "rnn", "size": "tiny", "training": {"threads": 3, "init_from": "old/model"}},
     }
     experiment = experiment_of(models=models, backtranslation={"models": ["t"]})
     t, r = experiment.models["t"], experiment.models["r"]
     assert t.arch == "transformer" and t.config.d_model == 32 and t.config.n_heads == 2  # the preset, overridden
-    assert t.options == {"arch": "transformer", "preset": "tiny", "d_model": 32}  # what training builds it from
+    assert t.options == {"arch": "transformer", "size": "tiny", "d_model": 32}  # what training builds it from
     assert t.training.lr == 0.01 and t.training.max_steps == 40  # its own key, and the shared training section
-    assert r.training.lr == 0.002 and r.preset == "tiny"
-    assert experiment.model_options("t") is t.options
+    assert r.training.lr == 0.002 and r.size == "tiny"
+    settings = experiment.model_settings("t")  # every setting resolved: a changed size default reruns training
+    assert settings["arch"] == "transformer" and (settings["d_model"], settings["n_heads"]) == (32, 2)
+    assert build_model(settings, 50, 50, True).spec == build_model(t.options, 50, 50, True).spec
     # One run: its seed and dev BLEU language; threads 0 (the default) is the job's, a set value stays.
-    run = experiment.training("t", 2, "de", threads=8)
+    run = experiment.training("t", 2, "de").on_threads(8)
     assert (run.seed, run.trg_lang, run.threads, run.lr) == (2, "de", 8, 0.01)
-    assert experiment.training("r", 1, "de", threads=8).threads == 3
+    assert experiment.training("t", 2, "de").threads == 0  # what the rule records: not the job's --cores
+    assert experiment.training("r", 1, "de").on_threads(8).threads == 3
     assert experiment.init_files("r") == ["old/model/model.pt"] and experiment.init_files("t") == []
     # Binarized once per stage, at the longest max_length of the models training on it.
     assert experiment.train_max_length("baseline") == 128 and experiment.train_max_length("bt_beam") == 64
@@ -82,8 +86,8 @@ def test_backtranslation_settings():
     experiment = experiment_of()
     bt = experiment.backtranslation
     assert bt.models == ("transformer",) and (bt.max_sentences, bt.chunk_lines, bt.seed) == (300, 100, 1)
-    assert bt.reverse.arch == "transformer" and bt.reverse.options == {"arch": "transformer", "preset": "tiny"}
-    reverse = experiment.reverse_training("en", threads=4)
+    assert bt.reverse.arch == "transformer" and bt.reverse.options == {"arch": "transformer", "size": "tiny"}
+    reverse = experiment.reverse_training("en").on_threads(4)
     assert (reverse.trg_lang, reverse.threads) == ("en", 4)
     # Each part of the monolingual text samples with its own seed.
     assert [experiment.generation("bt_sample_tagged", part).seed for part in ("0000", "0002")] == [1, 3]
@@ -105,7 +109,7 @@ def test_system_row():
         "testset": "test",
         "model": "transformer",
         "arch": "transformer",
-        "preset": "tiny",
+        "size": "tiny",
         "stage": "bt_beam",
         "data": "parallel+bt (beam2)",
         "seed": 2,
@@ -138,7 +142,7 @@ TSV = {"url": "v.tsv", "tsv_columns": {"en": 0}}
         ({"tables": {"baseline": "lstm"}}, "tables.baseline: 'lstm' is not a key of models"),
         # Values the schema lets through and nmt's dataclasses reject.
         ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
-        ({"models": {"t": {"arch": "rnn", "preset": "huge"}}}, "models.t.preset: 'huge' is not a rnn preset"),
+        ({"models": {"t": {"arch": "rnn", "size": "huge"}}}, "models.t.size: 'huge' is not a rnn size"),
         ({"models": {"t": {"arch": "rnn", "training": {"lr": "x"}}}}, "models.t.training.lr: expected float, got 'x'"),
         (
             {"backtranslation": {"models": [], "reverse_model": {"arch": "rnn", "layers": 2}}},

@@ -1,4 +1,4 @@
-"""Tests of nmt.importers on archives, TSV files and mirror trees built in tmp_path."""
+"""Tests of nmt.data.importers on archives, TSV files and mirror trees built in tmp_path."""
 
 import gzip
 import hashlib
@@ -20,9 +20,8 @@ from sacrebleu.dataset import DATASETS
 from sacrebleu.utils import SACREBLEU_DIR
 
 from nmt import errors
-from nmt.download import mirror_path
-from nmt.errors import ConfigError, DataError, DownloadError
-from nmt.importers import (
+from nmt.data.download import mirror_path
+from nmt.data.importers import (
     extract_member,
     extract_tsv_column,
     fetch_opus,
@@ -32,6 +31,7 @@ from nmt.importers import (
     opus_urls,
     sacrebleu_downloads,
 )
+from nmt.errors import ConfigError, DataError, DownloadError
 
 WMT14_URL = "https://statmt.org/wmt14/test-filtered.tgz"
 WMT14_MD5 = "84c597844c1542e29c2aff23aaee4310"
@@ -220,7 +220,7 @@ from sacrebleu.dataset import DATASETS, FakeSGMLDataset
 from nmt import errors
 from nmt.config import CorpusConfig
 from nmt.errors import NmtError
-from nmt.importers import fetch_sacrebleu, import_corpus
+from nmt.data.importers import fetch_sacrebleu, import_corpus
 
 def refuse(self, address):
     raise AssertionError(f"network access to {address}")

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from nmt.data import PAD
-from nmt.loss import LabelSmoothedCrossEntropy
+from nmt.training.loss import LabelSmoothedCrossEntropy
+from nmt.vocab import PAD
 
 
 def smoothed_targets(target: torch.Tensor, V: int, eps: float) -> torch.Tensor:

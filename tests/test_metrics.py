@@ -6,7 +6,7 @@ import pytest
 from conftest import assert_one_line
 
 from nmt.errors import ConfigError, DataError
-from nmt.metrics import get_metric, score_corpus, score_files, write_scores
+from nmt.evaluation.metrics import get_metric, score_corpus, score_files, write_scores
 
 # (hypotheses, references, BLEU, chrF, TER): identical text, nothing in common, and a known partial case
 CASES = [

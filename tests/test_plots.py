@@ -7,13 +7,13 @@ import pytest
 from conftest import assert_one_line
 
 from nmt.errors import DataError
-from nmt.plots import plot_comparison, plot_learning_curves
+from nmt.evaluation.plots import plot_comparison, plot_learning_curves
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def fake_model_dir(path: Path, speed: float) -> Path:
-    """A model directory with train.tsv and valid.tsv in the format of :func:`nmt.training.train`."""
+    """A model directory with train.tsv and valid.tsv in the format of :func:`nmt.training.loop.train`."""
     path.mkdir(parents=True)
     train = [(s, s // 200, 9.0 * math.exp(-s / (300 * speed)) + 2.0, 1e-3, 5000) for s in range(20, 1001, 20)]
     valid = [
@@ -74,7 +74,7 @@ def test_unexpected_columns_are_one_line(tmp_path):
 
 
 def test_curves_of_a_real_training_run(trained_model, tmp_path):
-    """The logs :func:`nmt.training.train` writes are the ones the plots read (the fixture test_training uses)."""
+    """The logs :func:`nmt.training.loop.train` writes are the ones the plots read (the fixture test_training uses)."""
     model_dir, _ = trained_model
     plot_learning_curves(model_dir, "toy", tmp_path / "toy.png")
     plot_comparison({"toy": model_dir}, tmp_path / "compare.png")

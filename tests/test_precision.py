@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from nmt.model_dir import autocast, autocast_dtype, grad_scaler
+from nmt.device import autocast, autocast_dtype, grad_scaler
 
 
 @pytest.mark.parametrize(
@@ -43,8 +43,8 @@ def test_decoding_casts_the_weights_instead_of_autocasting(trained_model, bf16, 
     from conftest import make_toy_corpus
 
     from nmt.config import DecodeConfig
-    from nmt.ensemble import load_ensemble
-    from nmt.translation import translate_lines
+    from nmt.decoding.ensemble import load_ensemble
+    from nmt.decoding.translation import translate_lines
 
     model_dir, _ = trained_model
     cpu = torch.device("cpu")
@@ -62,8 +62,8 @@ def test_decoding_casts_the_weights_instead_of_autocasting(trained_model, bf16, 
 BF16_UPDATES_OF_MANY_LENGTHS = """
 import resource, torch
 import nmt
-from nmt.model import build_model
-from nmt.model_dir import autocast
+from nmt.models.seq2seq import build_model
+from nmt.device import autocast
 torch.set_num_threads(1)
 torch.manual_seed(0)
 model = build_model({"arch": "transformer", "enc_layers": 1, "dec_layers": 1}, 1000, 1000, True)

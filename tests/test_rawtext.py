@@ -1,4 +1,4 @@
-"""Tests of nmt.rawtext: decompression, line ends, the byte order mark, control characters, invalid UTF-8."""
+"""Tests of nmt.data.rawtext: decompression, line ends, the byte order mark, control characters, invalid UTF-8."""
 
 import gzip
 import logging
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line
 
+from nmt.data.rawtext import check_encoding, guess_encoding, open_text, zip_aligned
 from nmt.errors import DataError
-from nmt.rawtext import check_encoding, guess_encoding, open_text, zip_aligned
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -131,7 +131,7 @@ def test_byte_order_mark_is_removed_from_the_first_line_only(tmp_path: Path) -> 
 
 
 def test_control_characters_pass_through(tmp_path: Path) -> None:
-    # Reading keeps every character but the line end; nmt.filters.Normalizer removes control characters.
+    # Reading keeps every character but the line end; nmt.data.filters.Normalizer removes control characters.
     lines = ["ok", "a\x00b", "\x1b[31mred\x1b[0m", "bell\x07 del\x7f", "tab\there", "\u200bzero\u200cwidth"]
     assert read(tmp_path, "\n".join(lines).encode()) == lines
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 from conftest import stepwise_logits, tiny_model
 
-from nmt.data import BOS, EOS, PAD
 from nmt.errors import ConfigError
-from nmt.model import reorder_state, resolve_model_options
-from nmt.rnn import BahdanauAttention, LuongAttention
+from nmt.models.rnn import BahdanauAttention, LuongAttention
+from nmt.models.seq2seq import reorder_state, resolve_model_options
+from nmt.vocab import BOS, EOS, PAD
 
 V = 30
 
@@ -125,7 +125,7 @@ def test_tied_and_shared_embeddings():
 
 
 def test_presets_match_the_papers():
-    _, rnnsearch = resolve_model_options({"arch": "rnn", "preset": "rnnsearch"}, "m")
+    _, rnnsearch = resolve_model_options({"arch": "rnn", "size": "rnnsearch"}, "m")
     assert (rnnsearch.cell, rnnsearch.bidirectional, rnnsearch.enc_layers, rnnsearch.dec_layers) == ("gru", True, 1, 1)
     assert (rnnsearch.hidden_size, rnnsearch.emb_dim, rnnsearch.attention_dim, rnnsearch.output_dim) == (
         1000,
@@ -139,7 +139,7 @@ def test_presets_match_the_papers():
         "maxout",
     )
     assert (rnnsearch.init_state, rnnsearch.input_feeding, rnnsearch.enc_size) == ("final", False, 2000)
-    _, luong = resolve_model_options({"arch": "rnn", "preset": "luong"}, "m")
+    _, luong = resolve_model_options({"arch": "rnn", "size": "luong"}, "m")
     assert (luong.cell, luong.bidirectional, luong.enc_layers, luong.dec_layers) == ("lstm", False, 4, 4)
     assert (luong.hidden_size, luong.emb_dim, luong.output_dim, luong.dropout) == (1000, 1000, 1000, 0.2)
     assert (luong.attention, luong.attention_query, luong.input_feeding, luong.output_layer) == (
@@ -148,5 +148,5 @@ def test_presets_match_the_papers():
         True,
         "deep",
     )
-    _, small = resolve_model_options({"arch": "rnn", "preset": "small"}, "m")
+    _, small = resolve_model_options({"arch": "rnn", "size": "small"}, "m")
     assert (small.cell, small.bidirectional, small.emb_dim, small.hidden_size) == ("gru", True, 256, 256)

@@ -4,8 +4,7 @@ import pytest
 import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
 
-from nmt.data import BOS, EOS, PAD
-from nmt.search import (
+from nmt.decoding.search import (
     beam_search,
     beam_search_nbest,
     greedy_search,
@@ -13,6 +12,7 @@ from nmt.search import (
     max_output_lengths,
     sample_search,
 )
+from nmt.vocab import BOS, EOS, PAD
 
 V = 40
 

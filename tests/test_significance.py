@@ -9,7 +9,7 @@ import pytest
 from conftest import MIRROR, assert_one_line, write_lines
 
 from nmt.errors import ConfigError, DataError
-from nmt.significance import paired_bootstrap, read_significance, significance_frame, write_significance
+from nmt.evaluation.significance import paired_bootstrap, read_significance, significance_frame, write_significance
 
 TEST_DE = MIRROR / "raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/test_2016_flickr.de.gz"
 needs_mirror = pytest.mark.skipif(not TEST_DE.is_file(), reason=f"Multi30k test set not found at {TEST_DE}")
@@ -64,7 +64,7 @@ def test_worse_system_is_significant_and_a_copy_is_not(records, metric):
 
 @needs_mirror
 def test_scores_match_the_metrics_module(systems, records):
-    from nmt.metrics import score_files
+    from nmt.evaluation.metrics import score_files
 
     plain = score_files(systems["hyps"]["worse"], systems["ref"], "de")
     for r in records:
@@ -108,9 +108,9 @@ def test_records_round_trip_json_and_tsv(tmp_path):
 
 def test_significance_frame_joins_records_to_scores_by_translation_path():
     long = pd.DataFrame([
-        {"pair": "en-de", "testset": "t", "model": "tb", "arch": "transformer", "preset": "base", "stage": "baseline",
+        {"pair": "en-de", "testset": "t", "model": "tb", "arch": "transformer", "size": "base", "stage": "baseline",
          "data": "parallel", "seed": 1, "hyp": "results/en-de/tb/baseline/1/t.de"},
-        {"pair": "en-de", "testset": "t", "model": "tb", "arch": "transformer", "preset": "base", "stage": "bt",
+        {"pair": "en-de", "testset": "t", "model": "tb", "arch": "transformer", "size": "base", "stage": "bt",
          "data": "parallel+bt", "seed": "ensemble", "hyp": "results/en-de/tb/bt/ensemble/t.de"},
     ])  # fmt: skip
     base, ens = "results/en-de/tb/baseline/1/t.de", "./results/en-de/tb/bt/ensemble/t.de"
@@ -124,7 +124,7 @@ def test_significance_frame_joins_records_to_scores_by_translation_path():
         ["tb", "bt", "ensemble", "bleu"],
     ]
     assert pd.isna(frame["p_value"][0]) and frame["p_value"][1] == 0.01, "the baseline has no p-value"
-    assert set(frame["baseline_preset"]) == {"base"} and set(frame["baseline_seed"]) == {1}
+    assert set(frame["baseline_size"]) == {"base"} and set(frame["baseline_seed"]) == {1}
     with pytest.raises(DataError) as excinfo:
         significance_frame([{**records[0], "hyp": "other.de"}], long)
     assert_one_line(excinfo, "other.de")

@@ -3,9 +3,9 @@
 import pytest
 
 from nmt.config import SubwordConfig
-from nmt.data import BOS, EOS, PAD, UNK
+from nmt.data.subword import load_subword, train_subword
 from nmt.errors import DataError
-from nmt.subword import load_subword, train_subword
+from nmt.vocab import BOS, EOS, PAD, UNK
 
 
 @pytest.mark.parametrize("model_type", ["bpe", "unigram"])

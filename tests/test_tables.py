@@ -7,7 +7,7 @@ import pytest
 from conftest import assert_one_line
 
 from nmt.errors import ConfigError, DataError
-from nmt.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
+from nmt.evaluation.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
 
 
 def record(model, bleu, pair="en-de", stage="baseline"):
@@ -62,7 +62,7 @@ def seeded_records() -> list[dict]:
     records = []
     for (model, arch, preset), pairs in RUNS.items():
         for pair, (bleus, ters, ensemble) in pairs.items():
-            system = {"pair": pair, "testset": "newstest2014", "model": model, "arch": arch, "preset": preset,
+            system = {"pair": pair, "testset": "newstest2014", "model": model, "arch": arch, "size": preset,
                       "stage": "baseline", "data": "parallel", "chrf": 50.0, "parameters": 60e6,
                       "train_seconds": 100.0, "tokens_per_second": 9000.0}  # fmt: skip
             for seed, bleu, ter in zip((1, 2), bleus, ters, strict=True):
@@ -81,7 +81,7 @@ def collected(tmp_path, records) -> pd.DataFrame:
 def test_long_table_orders_seeds_with_the_ensemble_last(tmp_path):
     df = collected(tmp_path, seeded_records()[::-1])
     assert list(df.columns[:11]) == [
-        "pair", "testset", "model", "arch", "preset", "stage", "data", "seed", "bleu", "chrf", "ter",
+        "pair", "testset", "model", "arch", "size", "stage", "data", "seed", "bleu", "chrf", "ter",
     ]  # fmt: skip
     assert list(df["seed"][:6]) == [1, 2, "ensemble"] * 2
     assert list(df["model"][:4]) == ["convs2s"] * 3 + ["transformer_base"]
@@ -104,7 +104,7 @@ def test_summarize_seeds(tmp_path):
 def test_summarize_one_seed_and_old_records_without_seed(tmp_path):
     summary = summarize_seeds(collected(tmp_path, [record("m", 20.0), record("m", 22.0, stage="bt")]))
     assert list(summary["n_seeds"]) == [1, 1] and summary["bleu_std"].isna().all()
-    assert list(summary["kind"]) == ["single", "single"] and list(summary["preset"]) == ["", ""]
+    assert list(summary["kind"]) == ["single", "single"] and list(summary["size"]) == ["", ""]
 
 
 def test_duplicate_seed_is_one_line(tmp_path):
@@ -124,7 +124,7 @@ def test_wide_table_shape_and_cells(tmp_path):
             ("en-de", "transformer_base", "ensemble", "bleu", 0.002), ("en-de", "transformer_base", 1, "bleu", None),
         ],
         columns=["pair", "model", "seed", "metric", "p_value"],
-    ).assign(testset="newstest2014", stage="baseline", baseline_arch="transformer", baseline_preset="base",
+    ).assign(testset="newstest2014", stage="baseline", baseline_arch="transformer", baseline_size="base",
              baseline_data="parallel", baseline_seed=1)  # fmt: skip
     table, notes = wide_table(summarize_seeds(long), significance=sig, published=VASWANI)
     assert list(table.index) == [
@@ -155,10 +155,10 @@ def test_wide_table_shape_and_cells(tmp_path):
 
 def test_wide_table_labels_data_and_several_test_sets(tmp_path):
     records = [
-        {**record("tb", 30.0), "preset": "base", "seed": 1},
-        {**record("tb", 31.0, stage="bt_tagged"), "preset": "base", "seed": 1},
-        {**record("tb", 20.0), "preset": "base", "seed": 1, "testset": "newstest2017"},
-        {**record("tb", 10.0, pair="en-fr"), "preset": "base", "seed": 1},
+        {**record("tb", 30.0), "size": "base", "seed": 1},
+        {**record("tb", 31.0, stage="bt_tagged"), "size": "base", "seed": 1},
+        {**record("tb", 20.0), "size": "base", "seed": 1, "testset": "newstest2017"},
+        {**record("tb", 10.0, pair="en-fr"), "size": "base", "seed": 1},
     ]
     table, notes = wide_table(summarize_seeds(collected(tmp_path, records)), metrics=("bleu",))
     assert list(table.index) == ["Transformer (base)", "Transformer (base), parallel+bt (beam5)"]

@@ -13,16 +13,17 @@ import pytest
 import torch
 from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config
 
+from nmt.atomic import hash_file, read_lines
 from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
 from nmt.config import DecodeConfig, ModelMeta, SubwordConfig, TrainConfig
-from nmt.data import read_lines
-from nmt.download import hash_file
+from nmt.data.subword import train_subword
+from nmt.decoding.translation import translate_lines
+from nmt.device import get_device
 from nmt.errors import ConfigError, DataError
-from nmt.metrics import score_corpus
-from nmt.model_dir import get_device, load_model
-from nmt.subword import train_subword
-from nmt.training import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step, train
-from nmt.translation import translate_lines
+from nmt.evaluation.metrics import score_corpus
+from nmt.model_dir import load_model
+from nmt.training.loop import train
+from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step
 
 
 def test_lr_schedule():

@@ -10,11 +10,12 @@ import torch
 from conftest import make_toy_corpus, run_training, tiny_model
 
 from nmt.config import DecodeConfig, ModelMeta
-from nmt.data import EOS
-from nmt.filters import Normalizer
-from nmt.model_dir import get_device, load_model, write_meta
-from nmt.subword import load_subword
-from nmt.translation import translate_file, translate_lines
+from nmt.data.filters import Normalizer
+from nmt.data.subword import load_subword
+from nmt.decoding.translation import translate_file, translate_lines
+from nmt.device import get_device
+from nmt.model_dir import load_model, write_meta
+from nmt.vocab import EOS
 
 
 def test_translate_file_keeps_order_and_count(trained_model, toy_corpus, tmp_path):
@@ -158,7 +159,7 @@ def test_a_model_without_normalization_does_not_load_the_normalizer(trained_mode
     code = (
         "import sys; from nmt.model_dir import normalize_input; "
         f"assert list(normalize_input({str(model_dir)!r}, ['a b'])) == ['a b']; "
-        "print('sacremoses' in sys.modules, 'nmt.filters' in sys.modules)"
+        "print('sacremoses' in sys.modules, 'nmt.data.filters' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

@@ -107,7 +107,7 @@ def test_config_errors_name_the_key(tmp_path, override, message):
         # 3 models and 2 back-translation variants of the Transformer, per seed
         ("seeds=[1, 2, 3]", 5 * 3),
         ("training={max_steps: 100}", 5 * 2),
-        ("models={t: {arch: transformer, preset: tiny, d_model: 32}}", 6 * 2),
+        ("models={t: {arch: transformer, size: tiny, d_model: 32}}", 6 * 2),
     ],
 )
 def test_nested_config_overrides(tmp_path, override, train_jobs):
@@ -211,7 +211,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         *["parallel+bt (beam2)"] * 3,
         *["parallel+bt (sample-top5, tagged, real x2)"] * 3,
     ]
-    assert list(table["arch"]) == list(table["model"]) and set(table["preset"]) == {"tiny"}
+    assert list(table["arch"]) == list(table["model"]) and set(table["size"]) == {"tiny"}
     assert set(table["pair"]) == {"en-de"} and set(table["testset"]) == {"test_2016_flickr"}
     # 40 updates of a tiny model: scores are low, some systems may output nothing useful at all.
     assert table["bleu"].between(0, 100).all() and table["chrf"].between(0, 100).all() and table["chrf"].max() > 0

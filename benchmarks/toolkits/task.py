@@ -15,8 +15,8 @@ import sentencepiece as spm
 
 from nmt.atomic import write_text
 from nmt.config import SubwordConfig
-from nmt.download import download
-from nmt.subword import load_subword, train_subword
+from nmt.data.download import download
+from nmt.data.subword import load_subword, train_subword
 
 MULTI30K = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 MULTI30K_FILES = {"train": "train", "dev": "val", "test": "test_2016_flickr"}

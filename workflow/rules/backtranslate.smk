@@ -18,7 +18,7 @@ rule clean_monolingual:
             labels={"report": "monolingual cleaning", "variant": "all"},
         ),
     params:
-        cleaning=EXPERIMENT.cleaning,
+        cleaning=plain(EXPERIMENT.cleaning),
         max_sentences=BT.max_sentences,
         seed=BT.seed,
         sources=ask(EXPERIMENT.mono_sources, "trg"),
@@ -47,7 +47,7 @@ rule train_reverse_model:
         meta="results/{src}-{trg}/backtranslation/reverse/meta.json",
     params:
         train_data=get_data_prefix,
-        model=BT.reverse.options,
+        model=BT.reverse.settings,
         training=get_reverse_training,
         meta=ask(EXPERIMENT.reverse_meta, "src", "trg"),
     log:

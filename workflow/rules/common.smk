@@ -1,5 +1,6 @@
 # Config validation, wildcard constraints, and the get_* params and inputs, each a question to nmt.experiment.
 
+import dataclasses
 import os
 import sys
 
@@ -9,7 +10,7 @@ from jsonschema.exceptions import best_match
 from snakemake.utils import update_config, validate
 
 from nmt.atomic import remove_stale_temp_files
-from nmt.download import MIRROR_ENV
+from nmt.data.download import MIRROR_ENV
 from nmt.errors import ConfigError
 from nmt.experiment import Run, load_experiment, read_overrides, reject_training_seeds
 
@@ -66,10 +67,20 @@ def defined(key, name, names):
     return name
 
 
+def plain(value):
+    """A config dataclass as a plain dict, the form of every settings param: Snakemake records plain params and
+    reruns the jobs whose params changed, but skips objects it cannot represent (a changed setting would keep a
+    stale result). Scripts build the dataclass again with nmt.config.from_dict."""
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+
+
 def ask(question, *names):
     """Param or input function: the experiment's answer to ``question`` about a job, asked with the values of its
-    wildcards ``names`` (a model the config does not define ends Snakemake with one line, see get_model)."""
-    return lambda wildcards: question(*(get_model(wildcards).name if n == "model" else wildcards[n] for n in names))
+    wildcards ``names`` (a model the config does not define ends Snakemake with one line, see get_model); a
+    config dataclass comes as a plain dict (see plain)."""
+    return lambda wildcards: plain(
+        question(*(get_model(wildcards).name if n == "model" else wildcards[n] for n in names))
+    )
 
 
 def get_pair(wildcards):
@@ -82,6 +93,10 @@ def get_model(wildcards):
 
 def get_corpus(wildcards):
     return EXPERIMENT.corpora[defined("corpora", wildcards.corpus, list(EXPERIMENT.corpora))]
+
+
+def get_corpus_settings(wildcards):
+    return plain(get_corpus(wildcards))
 
 
 def get_corpus_sources(wildcards):
@@ -135,12 +150,12 @@ def get_run_files(name):
     ]
 
 
-def get_training(wildcards, threads):
-    return EXPERIMENT.training(get_model(wildcards).name, int(wildcards.seed), wildcards.trg, threads)
+def get_training(wildcards):
+    return plain(EXPERIMENT.training(get_model(wildcards).name, int(wildcards.seed), wildcards.trg))
 
 
-def get_reverse_training(wildcards, threads):
-    return EXPERIMENT.reverse_training(wildcards.src, threads)
+def get_reverse_training(wildcards):
+    return plain(EXPERIMENT.reverse_training(wildcards.src))
 
 
 def get_system(wildcards, input):

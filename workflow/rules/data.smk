@@ -12,7 +12,7 @@ rule fetch_archive:
         archive="results/data/archive/{corpus}",
         manifest="results/data/archive/{corpus}.manifest.json",
     params:
-        corpus=get_corpus,
+        corpus=get_corpus_settings,
     log:
         "results/logs/fetch_archive/{corpus}.log",
     retries: 0
@@ -31,7 +31,7 @@ rule download_corpus:
         data="results/data/download/{corpus}.{lang}",
         manifest="results/data/download/{corpus}.{lang}.manifest.json",
     params:
-        corpus=get_corpus,
+        corpus=get_corpus_settings,
         sacrebleu_dir="results/data/sacrebleu",
     log:
         "results/logs/download_corpus/{corpus}.{lang}.log",
@@ -60,7 +60,7 @@ rule clean_corpus:
         ),
         summary="results/{src}-{trg}/data/clean/{corpus}.report.md",
     params:
-        cleaning=EXPERIMENT.cleaning,
+        cleaning=plain(EXPERIMENT.cleaning),
         sources=get_corpus_sources,
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",

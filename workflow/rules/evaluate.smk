@@ -17,7 +17,7 @@ rule translate_test:
     output:
         hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
     params:
-        decoding=EXPERIMENT.decoding,
+        decoding=plain(EXPERIMENT.decoding),
     log:
         "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.log",
     benchmark:
@@ -117,7 +117,7 @@ rule collect_scores:
             labels={"table": "1. main results: systems x pairs (as in papers)"},
         ),
     params:
-        tables=EXPERIMENT.tables,
+        tables=plain(EXPERIMENT.tables),
     log:
         "results/logs/collect_scores/collect_scores.log",
     conda:

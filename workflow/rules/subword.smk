@@ -10,12 +10,12 @@ rule train_subword:
         src="results/{src}-{trg}/subword/{src}.model",
         trg="results/{src}-{trg}/subword/{trg}.model",
     params:
-        subword=EXPERIMENT.subword,
+        subword=plain(EXPERIMENT.subword),
     log:
         "results/logs/train_subword/{src}-{trg}.log",
     threads: 2
-    # sentencepiece holds its sample of input_sentence_size sentences: about 470 MB per million WMT-length
-    # sentences (benchmarks/scale.py: 3.2 GB at the WMT presets' 6M, 4.7 GB at 10M).
+    # sentencepiece holds its sample of input_sentence_size sentences in memory (benchmarks/README.md,
+    # "Measurements behind the code": a few GB at the WMT presets' sample).
     resources:
         mem_mb=per_attempt(8000),
         runtime=per_attempt(60),

@@ -16,7 +16,7 @@ rule train_model:
         meta="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/meta.json",
     params:
         train_data=get_data_prefix,
-        model=ask(EXPERIMENT.model_options, "model"),
+        model=ask(EXPERIMENT.model_settings, "model"),
         training=get_training,
         meta=ask(EXPERIMENT.model_meta, "src", "trg", "stage"),
     log:

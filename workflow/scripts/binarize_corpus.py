@@ -1,6 +1,6 @@
 """Rules binarize_corpus and binarize_reverse_corpus: encode a training set once into memory-mapped token ids."""
 
-from nmt.binarize import binarize
+from nmt.data.binarize import binarize
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):

@@ -1,6 +1,7 @@
 """Rule build_synthetic_corpus: filter and tag the back-translations, mix them with the real pairs."""
 
-from nmt.backtranslation import build_synthetic_corpus
+from nmt.config import SyntheticConfig, from_dict
+from nmt.data.backtranslation import build_synthetic_corpus
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):
@@ -12,6 +13,6 @@ with entry_point(snakemake.log[0]):
         snakemake.output.src,
         snakemake.output.trg,
         snakemake.output.report,
-        snakemake.params.synthetic,
+        from_dict(SyntheticConfig, snakemake.params.synthetic, "backtranslation.variants"),
         seed=snakemake.params.seed,
     )

@@ -1,6 +1,7 @@
 """Rule clean_corpus: normalize, filter and decontaminate one parallel training corpus."""
 
-from nmt.cleaning import clean_corpus
+from nmt.config import CleanConfig, from_dict
+from nmt.data.cleaning import clean_corpus
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):
@@ -10,7 +11,7 @@ with entry_point(snakemake.log[0]):
         snakemake.output.src,
         snakemake.output.trg,
         snakemake.output.report,
-        snakemake.params.cleaning,
+        from_dict(CleanConfig, snakemake.params.cleaning, "cleaning"),
         src_lang=snakemake.wildcards.src,
         trg_lang=snakemake.wildcards.trg,
         exclude=snakemake.input.exclude,

@@ -1,6 +1,7 @@
 """Rule clean_monolingual: clean and sample the target-language monolingual corpora."""
 
-from nmt.cleaning import clean_monolingual
+from nmt.config import CleanConfig, from_dict
+from nmt.data.cleaning import clean_monolingual
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):
@@ -8,7 +9,7 @@ with entry_point(snakemake.log[0]):
         snakemake.input.mono,
         snakemake.output.mono,
         snakemake.output.report,
-        snakemake.params.cleaning,
+        from_dict(CleanConfig, snakemake.params.cleaning, "cleaning"),
         lang=snakemake.wildcards.trg,
         exclude=snakemake.input.exclude,
         max_sentences=snakemake.params.max_sentences,

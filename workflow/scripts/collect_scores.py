@@ -1,11 +1,12 @@
 """Rule collect_scores: every score record into the long, per-system and wide result tables."""
 
+from nmt.config import TablesConfig, from_dict
 from nmt.entry import entry_point
-from nmt.significance import read_significance, significance_frame
-from nmt.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
+from nmt.evaluation.significance import read_significance, significance_frame
+from nmt.evaluation.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
 
 with entry_point(snakemake.log[0]):
-    tables = snakemake.params.tables
+    tables = from_dict(TablesConfig, snakemake.params.tables, "tables")
     long = collect_scores(snakemake.input.scores)
     write_tables(long, snakemake.output.csv, snakemake.output.md)
     summary = summarize_seeds(long)

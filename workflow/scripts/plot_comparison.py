@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from nmt.entry import entry_point
-from nmt.plots import plot_comparison
+from nmt.evaluation.plots import plot_comparison
 
 with entry_point(snakemake.log[0]):
     summaries = snakemake.input.summaries

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from nmt.entry import entry_point
-from nmt.plots import plot_learning_curves
+from nmt.evaluation.plots import plot_learning_curves
 
 with entry_point(snakemake.log[0]):
     w = snakemake.wildcards

@@ -1,7 +1,7 @@
 """Rule score_translations: BLEU, chrF and TER of one translation, with the training facts of its model(s)."""
 
 from nmt.entry import entry_point
-from nmt.metrics import write_scores
+from nmt.evaluation.metrics import write_scores
 
 with entry_point(snakemake.log[0]):
     write_scores(

@@ -1,7 +1,7 @@
 """Rule significance: sacrebleu's paired bootstrap of every run against the baseline, for one test set."""
 
 from nmt.entry import entry_point
-from nmt.significance import paired_bootstrap, write_significance
+from nmt.evaluation.significance import paired_bootstrap, write_significance
 
 with entry_point(snakemake.log[0]):
     hyps = list(snakemake.input.hyps)  # the baseline first

@@ -6,9 +6,10 @@ or node (resource ``nodes``, in a SLURM job) trains data parallel under torchrun
 
 from pathlib import Path
 
-from nmt.distributed import launch_training, processes_per_node
+from nmt.config import ModelMeta, TrainConfig, from_dict
 from nmt.entry import entry_point
-from nmt.training import train
+from nmt.training.distributed import launch_training, processes_per_node
+from nmt.training.loop import train
 
 files = {
     "train_data": snakemake.params.train_data,
@@ -20,11 +21,10 @@ files = {
 }
 nodes = int(snakemake.resources.get("nodes", 1))
 with entry_point(snakemake.log[0]):
+    config = from_dict(TrainConfig, snakemake.params.training, "training").on_threads(snakemake.threads)
+    meta = from_dict(ModelMeta, snakemake.params.meta, "meta")
     processes = processes_per_node(snakemake.resources, nodes)
     if processes > 1 or nodes > 1:
-        launch_training(
-            processes, snakemake.params.model, snakemake.params.training, files, snakemake.log[0], nodes,
-            meta=snakemake.params.meta,
-        )  # fmt: skip
+        launch_training(processes, snakemake.params.model, config, files, snakemake.log[0], nodes, meta=meta)
     else:
-        train(snakemake.params.model, snakemake.params.training, **files, meta=snakemake.params.meta)
+        train(snakemake.params.model, config, **files, meta=meta)

@@ -1,7 +1,8 @@
 """Rule train_subword: sentencepiece models for the source and target language."""
 
+from nmt.config import SubwordConfig, from_dict
+from nmt.data.subword import train_subword
 from nmt.entry import entry_point
-from nmt.subword import train_subword
 
 with entry_point(snakemake.log[0]):
     train_subword(
@@ -9,6 +10,6 @@ with entry_point(snakemake.log[0]):
         snakemake.input.trg,
         snakemake.output.src,
         snakemake.output.trg,
-        snakemake.params.subword,
+        from_dict(SubwordConfig, snakemake.params.subword, "subword"),
         threads=snakemake.threads,
     )

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import torch
 
-from nmt.allocator import keep_freed_memory
+from nmt.config import DecodeConfig, from_dict
+from nmt.decoding.allocator import keep_freed_memory
+from nmt.decoding.translation import translate_file
 from nmt.entry import entry_point
-from nmt.translation import translate_file
 
 with entry_point(snakemake.log[0]):
     torch.set_num_threads(snakemake.threads)
@@ -15,5 +16,5 @@ with entry_point(snakemake.log[0]):
         [Path(model).parent for model in snakemake.input.models],
         snakemake.input.src,
         snakemake.output.hyp,
-        snakemake.params.decoding,
+        from_dict(DecodeConfig, snakemake.params.decoding, "decoding"),
     )

@@ -1,0 +1,200 @@
+"""Parallel data as pre-encoded integer arrays, length-bucketed token batches and padding.
+
+Legend: B batch size, S source length, T target length.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+import torch
+
+from nmt.atomic import read_lines
+from nmt.errors import DataError
+from nmt.vocab import BOS, EOS, PAD
+
+
+class EncodedCorpus:
+    """Sentences of one language as one flat int32 array plus offsets (no per-step string work)."""
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray) -> None:
+        self.ids = ids
+        self.offsets = offsets  # may be memory-mapped (nmt.data.binarize)
+        self.lengths = _lengths(offsets)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+    @classmethod
+    def from_lines(cls, lines: list[str], sp: spm.SentencePieceProcessor) -> "EncodedCorpus":
+        """Encode ``lines`` with ``sp`` and append EOS to every sentence."""
+        pieces = sp.encode(lines)
+        lengths = np.fromiter((len(p) + 1 for p in pieces), dtype=np.int64, count=len(pieces))
+        offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        ids = np.empty(offsets[-1], dtype=np.int32)
+        for i, p in enumerate(pieces):
+            ids[offsets[i] : offsets[i + 1] - 1] = p
+            ids[offsets[i + 1] - 1] = EOS
+        return cls(ids, offsets)
+
+
+def _lengths(offsets: np.ndarray) -> np.ndarray:
+    """Sentence lengths (N,) from ``offsets`` (N + 1,): uint16 when every length fits, else int32.
+
+    Computed in chunks, so a memory-mapped ``offsets`` is never copied whole; 2 bytes per sentence
+    is what a training process keeps of a corpus besides the memory-mapped files.
+    """
+    n, chunk = len(offsets) - 1, 1 << 20
+    longest = max((int(np.diff(offsets[s : s + chunk + 1]).max()) for s in range(0, n, chunk)), default=0)
+    lengths = np.empty(n, dtype=np.uint16 if longest <= np.iinfo(np.uint16).max else np.int32)
+    for start in range(0, n, chunk):
+        lengths[start : start + chunk] = np.diff(offsets[start : start + chunk + 1])
+    return lengths
+
+
+def read_corpus(paths: str | Path | list[str | Path]) -> list[str]:
+    """The lines of one file, or of several files one after the other."""
+    if isinstance(paths, (str, Path)):
+        return read_lines(paths)
+    return [line for path in paths for line in read_lines(path)]
+
+
+@dataclass
+class ParallelData:
+    """Aligned encoded source and target sentences."""
+
+    src: EncodedCorpus
+    trg: EncodedCorpus
+
+    @classmethod
+    def from_files(
+        cls,
+        src_path: str | Path | list[str | Path],
+        trg_path: str | Path | list[str | Path],
+        src_sp: spm.SentencePieceProcessor,
+        trg_sp: spm.SentencePieceProcessor,
+        max_length: int | None = None,
+    ) -> "ParallelData":
+        """Encode aligned files (or lists of files); see :meth:`from_lines`."""
+        src_lines, trg_lines = read_corpus(src_path), read_corpus(trg_path)
+        return cls.from_lines(src_lines, trg_lines, src_sp, trg_sp, max_length, names=(str(src_path), str(trg_path)))
+
+    @classmethod
+    def from_lines(
+        cls,
+        src_lines: list[str],
+        trg_lines: list[str],
+        src_sp: spm.SentencePieceProcessor,
+        trg_sp: spm.SentencePieceProcessor,
+        max_length: int | None = None,
+        names: tuple[str, str] = ("source", "target"),
+    ) -> "ParallelData":
+        """Encode aligned sentences.
+
+        Pairs longer than ``max_length`` subwords (EOS included) on either side are left out.
+
+        :param names: what error messages call the two sides (their files)
+        """
+        if len(src_lines) != len(trg_lines):
+            raise DataError(f"{names[0]} has {len(src_lines)} lines but {names[1]} has {len(trg_lines)}")
+        src, trg = EncodedCorpus.from_lines(src_lines, src_sp), EncodedCorpus.from_lines(trg_lines, trg_sp)
+        if max_length is not None:
+            keep = np.flatnonzero((src.lengths <= max_length) & (trg.lengths <= max_length))
+            if len(keep) < len(src):
+                src, trg = _subset(src, keep), _subset(trg, keep)
+        if len(src) == 0:
+            raise DataError(f"{names[0]}: no sentence pairs left to train on")
+        return cls(src, trg)
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def _subset(corpus: EncodedCorpus, keep: np.ndarray) -> EncodedCorpus:
+    lines = [corpus[i] for i in keep]
+    offsets = np.zeros(len(lines) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lines], out=offsets[1:])
+    ids = np.concatenate(lines) if lines else np.empty(0, dtype=np.int32)
+    return EncodedCorpus(ids, offsets)
+
+
+def token_batches(
+    src_lengths: np.ndarray, trg_lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int
+) -> list[np.ndarray]:
+    """Group sentence indices into batches of about ``batch_tokens`` padded target tokens.
+
+    Sentences are sorted by (target, source) length with a random tie-break, cut into batches
+    whose padded size ``B * max(T, S)`` stays within the budget, and the batch order is
+    shuffled. The result depends only on ``(seed, epoch)``, so a resumed run can replay it.
+
+    :param src_lengths: shape (N,) source lengths
+    :param trg_lengths: shape (N,) target lengths
+    :return: list of index arrays, one per batch
+    """
+    rng = np.random.default_rng([seed, epoch])
+    order = np.lexsort((rng.random(len(trg_lengths)), src_lengths, trg_lengths))
+    if len(order) < 2**31:  # the epoch's order stays alive with its batches: 4 bytes per sentence, not 8
+        order = order.astype(np.int32)
+    longest = np.maximum(src_lengths, trg_lengths)[order]  # (N,) padded length of each sentence, in sorted order
+    batches, start = [], 0
+    while start < len(order):  # a loop over batches; numpy does the sentences
+        size = _batch_size(longest[start:], batch_tokens)
+        batches.append(order[start : start + size])
+        start += size
+    rng.shuffle(batches)
+    return batches
+
+
+def _batch_size(longest: np.ndarray, batch_tokens: int) -> int:
+    """How many of the next sentences (padded lengths ``longest``, in batch order) the next batch takes.
+
+    Greedy: the most sentences whose number times their running maximum stays within ``batch_tokens``,
+    at least one. That product only grows along the sentences, so the cut is a binary search in a
+    window, which doubles until the cut falls inside it (cost proportional to the batch, not the corpus).
+    """
+    window = 64
+    while True:
+        cost = np.maximum.accumulate(longest[:window]) * np.arange(1, min(window, len(longest)) + 1)
+        size = max(1, int(np.searchsorted(cost, batch_tokens, side="right")))
+        if size < len(cost) or window >= len(longest):
+            return size
+        window *= 2
+
+
+@dataclass
+class Batch:
+    """A padded batch; ``trg_in`` starts with BOS, ``trg_out`` ends with EOS."""
+
+    src: torch.Tensor  # (B, S)
+    trg_in: torch.Tensor  # (B, T)
+    trg_out: torch.Tensor  # (B, T)
+
+    @property
+    def n_trg_tokens(self) -> int:
+        return int((self.trg_out != PAD).sum())
+
+    def to(self, device: torch.device) -> "Batch":
+        return Batch(*(t.to(device, non_blocking=True) for t in (self.src, self.trg_in, self.trg_out)))
+
+
+def pad(seqs: list[np.ndarray], prefix: int | None = None) -> torch.Tensor:
+    """Right-pad integer sequences into a (B, L) LongTensor, optionally prefixing each with ``prefix``."""
+    extra = 0 if prefix is None else 1
+    out = np.full((len(seqs), max(len(s) for s in seqs) + extra), PAD, dtype=np.int64)
+    for row, s in enumerate(seqs):
+        if prefix is not None:
+            out[row, 0] = prefix
+        out[row, extra : extra + len(s)] = s
+    return torch.from_numpy(out)
+
+
+def make_batch(data: ParallelData, indices: np.ndarray) -> Batch:
+    """Collate the pairs at ``indices`` into a :class:`Batch`."""
+    trg = [data.trg[i] for i in indices]
+    trg_in = pad([t[:-1] for t in trg], prefix=BOS)  # BOS y1 .. yn
+    return Batch(src=pad([data.src[i] for i in indices]), trg_in=trg_in, trg_out=pad(trg))

@@ -1,0 +1,217 @@
+"""CTranslate2, the inference engine that OpenNMT-py and fairseq users deploy with: the export of a trained
+Transformer model directory (``python -m nmt export MODEL_DIR OUT``), and greedy search and sampling run in it.
+
+Export.
+
+The export builds CTranslate2's ``TransformerSpec`` from our architecture config and fills it from our
+state dict; CTranslate2's converters for OpenNMT-py and fairseq do the same for theirs. What differs
+from CTranslate2's defaults is set explicitly: our sinusoidal table interleaves sin and cos (CTranslate2's
+built-in one is [sin | cos] halves), so it is exported as position encodings; ``nn.LayerNorm`` uses
+epsilon 1e-5; the source ends with EOS, which CTranslate2 appends (``add_source_eos``).
+
+Output length: for a source of S subwords plus EOS, our search ends a hypothesis at
+``floor(max_len_a * (S + 1) + max_len_b)`` tokens including EOS (:func:`nmt.decoding.search.max_output_lengths`),
+i.e. at most one token fewer without it; :func:`max_decoding_length` gives CTranslate2's
+``max_decoding_length`` (which counts tokens without EOS) for the same limit.
+
+Search. Back-translation decodes millions of monolingual sentences with greedy search or sampling, and
+CTranslate2 runs that search in C++. :func:`load_translator` exports a Transformer model directory
+(:func:`export_model`) to a temporary directory and loads it; :func:`ct2_search` is a
+:data:`nmt.decoding.translation.Search`, so the lines go through the same encoding, length cuts, sorting and
+batching as with torch, and only the search differs.
+
+Output limits: CTranslate2 takes one ``max_decoding_length`` per batch, ours is per sentence
+(``a * S + b``). The batch gets the largest, and each output is cut to its own limit. Greedy search
+and sampling choose each token from the prefix alone, so the cut output is the one that the
+sentence's own limit gives: greedy output equals :func:`nmt.decoding.search.greedy_search`'s token for token
+in float32 (``tests/test_ctranslate2_search.py``). Sampling draws from CTranslate2's generator, seeded with
+``config.seed`` (so not the samples of torch's generator).
+"""
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sentencepiece as spm
+import torch
+
+from nmt.atomic import atomic_path
+from nmt.config import DecodeConfig
+from nmt.data.subword import load_subword
+from nmt.errors import ConfigError, DataError
+from nmt.model_dir import META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
+from nmt.models.transformer import sinusoid_table
+from nmt.vocab import BOS, EOS, UNK
+
+FORMATS = ("ctranslate2",)
+# ctranslate2's weight types (its --quantization choices).
+QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
+LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which nmt.models.transformer uses
+
+
+def max_decoding_length(n_src_tokens: int, max_len_a: float, max_len_b: int) -> int:
+    """CTranslate2's ``max_decoding_length`` that matches our limit for one sentence.
+
+    :param n_src_tokens: source subwords without EOS
+    :return: the most output tokens without EOS that our search allows (its limit counts EOS)
+    """
+    return max(1, int((n_src_tokens + 1) * max_len_a + max_len_b)) - 1
+
+
+def export_model(
+    model_dir: str | Path, out_dir: str | Path, fmt: str = "ctranslate2", quantization: str | None = None,
+    force: bool = False,
+) -> Path:  # fmt: skip
+    """Convert the Transformer in ``model_dir`` (model.pt, src.model, trg.model) into ``out_dir``.
+
+    The model is written to a temporary folder beside ``out_dir`` and renamed when complete.
+
+    :param fmt: the target format; only ``ctranslate2``
+    :param quantization: CTranslate2 weight type (``int8``, ``float16``, ...); None keeps float32
+    :param force: replace an existing ``out_dir``
+    :return: ``out_dir``
+    :raises ConfigError: for another format or architecture, or when ctranslate2 is not installed
+    """
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format: {fmt!r} is not one of {', '.join(map(repr, FORMATS))}")
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ConfigError(f"--quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    if out_dir.exists() and not force:
+        raise DataError(f"{out_dir}: already exists (use --force to replace it)")
+    ckpt = read_model_file(model_dir)
+    spec = ckpt["spec"]
+    if spec["arch"] != "transformer":
+        raise ConfigError(
+            f"{model_dir / MODEL_FILE}: a {spec['arch']} model cannot be exported to CTranslate2, "
+            "which has a model specification for the Transformer only"
+        )
+    try:
+        import ctranslate2  # noqa: F401  (an optional dependency: pip install 'nmt[export]')
+    except ImportError:
+        raise ConfigError("export needs the ctranslate2 package: pip install 'ctranslate2==4.8.5'") from None
+    ct2_spec = get_ctranslate2_spec(spec["config"], ckpt["model"])
+    src_sp, trg_sp = load_subword(model_dir / SRC_SPM), load_subword(model_dir / TRG_SPM)
+    ct2_spec.register_source_vocabulary([src_sp.id_to_piece(i) for i in range(src_sp.get_piece_size())])
+    ct2_spec.register_target_vocabulary([trg_sp.id_to_piece(i) for i in range(trg_sp.get_piece_size())])
+    # Our ids are fixed (nmt.data); CTranslate2 finds the special tokens by their pieces.
+    ct2_spec.config.unk_token = trg_sp.id_to_piece(UNK)
+    ct2_spec.config.bos_token = ct2_spec.config.decoder_start_token = trg_sp.id_to_piece(BOS)
+    ct2_spec.config.eos_token = trg_sp.id_to_piece(EOS)
+    ct2_spec.config.add_source_eos = True
+    ct2_spec.config.layer_norm_epsilon = LAYER_NORM_EPS
+    ct2_spec.validate()
+    ct2_spec.optimize(quantization=quantization)
+    with atomic_path(out_dir) as tmp:  # a folder that replaces an existing out_dir
+        tmp.mkdir()
+        ct2_spec.save(str(tmp))
+        for name in (SRC_SPM, TRG_SPM, META_FILE):  # so that the export is usable on its own
+            if (model_dir / name).is_file():
+                shutil.copyfile(model_dir / name, tmp / name)
+    return out_dir
+
+
+def get_ctranslate2_spec(config: dict[str, Any], state: dict[str, Any]):
+    """A ``ctranslate2.specs.TransformerSpec`` of our Transformer ``config`` with the weights of ``state``.
+
+    :param config: ``Seq2Seq.spec["config"]`` (the fields of :class:`nmt.models.transformer.TransformerConfig`)
+    :param state: the model's state dict
+    """
+    from ctranslate2.specs import common_spec, transformer_spec
+
+    weights = {name: tensor.float().numpy() for name, tensor in state.items()}
+    spec = transformer_spec.TransformerSpec.from_config(
+        (config["enc_layers"], config["dec_layers"]),
+        config["n_heads"],
+        pre_norm=config["norm"] == "pre",
+        activation=common_spec.Activation.RELU,
+    )
+    positions = sinusoid_table(config["max_positions"], config["d_model"]).numpy()
+    for side, ct2_side in (("encoder", spec.encoder), ("decoder", spec.decoder)):
+        embeddings = ct2_side.embeddings[0] if isinstance(ct2_side.embeddings, list) else ct2_side.embeddings
+        embeddings.weight = weights[f"{side}.embedding.tokens.weight"]
+        ct2_side.scale_embeddings = True  # times sqrt(D), as TransformerEmbedding does
+        ct2_side.position_encodings.encodings = positions
+        if config["norm"] == "pre":
+            _set_layer_norm(ct2_side.layer_norm, weights, f"{side}.final_norm")
+    for i, layer in enumerate(spec.encoder.layer):
+        prefix = f"encoder.layers.{i}"
+        _set_attention(layer.self_attention, weights, f"{prefix}.self_attn", ["qkv"])
+        _set_layer_norm(layer.self_attention.layer_norm, weights, f"{prefix}.attn_sub.norm")
+        _set_ffn(layer.ffn, weights, prefix)
+    for i, layer in enumerate(spec.decoder.layer):
+        prefix = f"decoder.layers.{i}"
+        _set_attention(layer.self_attention, weights, f"{prefix}.self_attn", ["qkv"])
+        _set_layer_norm(layer.self_attention.layer_norm, weights, f"{prefix}.self_sub.norm")
+        _set_attention(layer.attention, weights, f"{prefix}.cross_attn", ["q", "kv"])
+        _set_layer_norm(layer.attention.layer_norm, weights, f"{prefix}.cross_sub.norm")
+        _set_ffn(layer.ffn, weights, prefix)
+    spec.decoder.projection.weight = weights["decoder.output.weight"]  # the embedding itself when tied
+    return spec
+
+
+def _set_linear(linear, weights: dict[str, np.ndarray], name: str) -> None:
+    linear.weight = weights[f"{name}.weight"]
+    if f"{name}.bias" in weights:
+        linear.bias = weights[f"{name}.bias"]
+
+
+def _set_layer_norm(norm, weights: dict[str, np.ndarray], name: str) -> None:
+    norm.gamma, norm.beta = weights[f"{name}.weight"], weights[f"{name}.bias"]
+
+
+def _set_attention(attention, weights: dict[str, np.ndarray], name: str, inputs: list[str]) -> None:
+    """Our fused projections have CTranslate2's layout: self-attention [q; k; v], cross-attention q and [k; v]."""
+    for linear, part in zip(attention.linear, [*inputs, "out"], strict=True):
+        _set_linear(linear, weights, f"{name}.{part}")
+
+
+def _set_ffn(ffn, weights: dict[str, np.ndarray], prefix: str) -> None:
+    _set_layer_norm(ffn.layer_norm, weights, f"{prefix}.ff_sub.norm")
+    _set_linear(ffn.linear_0, weights, f"{prefix}.ff.0")  # FeedForward: Linear, ReLU, Dropout, Linear
+    _set_linear(ffn.linear_1, weights, f"{prefix}.ff.3")
+
+
+def load_translator(model_dir: str | Path, device: torch.device, threads: int):
+    """A ``ctranslate2.Translator`` of ``model_dir``, exported to a temporary directory (float32 weights).
+
+    :raises nmt.errors.ConfigError: when ctranslate2 is not installed or the model is not a Transformer
+    """
+    with tempfile.TemporaryDirectory(prefix="nmt-ct2-") as tmp:
+        out = export_model(model_dir, Path(tmp) / "model")
+        import ctranslate2  # export_model checked that it is installed
+
+        # The translator reads the files now; the directory may go afterwards.
+        return ctranslate2.Translator(str(out), device=device.type, intra_threads=threads)
+
+
+def ct2_search(
+    translator, src_sp: spm.SentencePieceProcessor, trg_sp: spm.SentencePieceProcessor, config: DecodeConfig
+) -> Callable[[torch.Tensor, float, int], list[list[int]]]:
+    """A search over padded source ids (B, S), with EOS, by ``translator``: output ids without EOS per sentence."""
+    config.check("decoding")  # refuses method beam with runtime ctranslate2
+    import ctranslate2
+
+    topk = 1 if config.method == "greedy" else config.sampling_topk  # CTranslate2: 1 greedy, 0 whole vocabulary
+    ctranslate2.set_random_seed(config.seed)
+
+    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
+        ids = [row[: row.index(EOS)] for row in src.tolist()]
+        limits = [max_decoding_length(len(row), max_len_a, max_len_b) for row in ids]
+        results = translator.translate_batch(
+            [[src_sp.id_to_piece(i) for i in row] for row in ids],
+            beam_size=1,
+            sampling_topk=topk,
+            max_decoding_length=max(limits),
+            min_decoding_length=0,  # EOS may come first, as in ours
+            max_batch_size=config.batch_size,
+        )
+        return [
+            [trg_sp.piece_to_id(piece) for piece in result.hypotheses[0][:limit]]
+            for result, limit in zip(results, limits, strict=True)
+        ]
+
+    return search

@@ -1,0 +1,324 @@
+"""Greedy, sampling and beam search over the decoder contract of :mod:`nmt.models.seq2seq` (no architecture branches).
+
+Legend: B batch, K beam size, V vocabulary, S source length.
+"""
+
+from typing import Any, NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from nmt.models.seq2seq import DecodingModel, map_tensors, reorder_state
+from nmt.vocab import BOS, EOS, PAD
+
+
+def max_output_lengths(src: torch.Tensor, max_len_a: float, max_len_b: int) -> torch.Tensor:
+    """Per-sentence limit ``a * S + b`` on generated tokens (EOS included), shape (B,)."""
+    src_len = (src != PAD).sum(dim=1)
+    return (src_len.float() * max_len_a + max_len_b).long().clamp(min=1)
+
+
+@torch.no_grad()
+def greedy_search(
+    model: DecodingModel, src: torch.Tensor, max_len_a: float = 1.5, max_len_b: int = 10
+) -> list[list[int]]:
+    """Pick the most probable token at every step.
+
+    :param src: source ids (B, S) with EOS, right-padded
+    :return: for each sentence the output ids without EOS
+    """
+    return _one_path_search(model, src, lambda logits: logits.argmax(dim=-1), max_len_a, max_len_b)
+
+
+@torch.no_grad()
+def sample_search(
+    model: DecodingModel,
+    src: torch.Tensor,
+    topk: int = 0,
+    generator: torch.Generator | None = None,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+) -> list[list[int]]:
+    """Draw every token from the model's distribution (Edunov et al. 2018), optionally from the k best only.
+
+    :param src: source ids (B, S) with EOS, right-padded
+    :param topk: sample among the ``topk`` most probable tokens; 0 samples from the whole vocabulary
+    :param generator: random generator on ``src.device``, for reproducible samples
+    :return: for each sentence the output ids without EOS
+    """
+
+    def draw(logits: torch.Tensor) -> torch.Tensor:  # (B, V) -> (B,)
+        logits = logits.float()
+        if topk:
+            values, indices = logits.topk(min(topk, logits.size(-1)), dim=-1)
+            choice = torch.multinomial(F.softmax(values, dim=-1), 1, generator=generator)
+            return indices.gather(1, choice).squeeze(1)
+        return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
+
+    return _one_path_search(model, src, draw, max_len_a, max_len_b)
+
+
+def _one_path_search(
+    model: DecodingModel, src: torch.Tensor, choose, max_len_a: float, max_len_b: int
+) -> list[list[int]]:
+    """Extend one hypothesis per sentence with ``choose(logits (B, V)) -> (B,)`` until EOS or the limit."""
+    B = src.size(0)
+    limit = max_output_lengths(src, max_len_a, max_len_b)
+    state = model.init_state(src)
+    prev = src.new_full((B,), BOS)
+    outputs = src.new_full((B, int(limit.max())), PAD)
+    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    for t in range(outputs.size(1)):
+        logits, state = model.step(prev, state)
+        prev = choose(logits)
+        prev = torch.where(limit <= t + 1, torch.full_like(prev, EOS), prev)  # forced end at the limit
+        outputs[:, t] = prev.masked_fill(done, PAD)
+        done |= prev == EOS
+        if bool(done.all()):
+            break
+    return [_strip(row) for row in outputs.tolist()]
+
+
+def _strip(ids: list[int]) -> list[int]:
+    return ids[: ids.index(EOS)] if EOS in ids else [i for i in ids if i != PAD]
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT length normalisation ((5 + |Y|) / 6) ** alpha (Wu et al. 2016, section 7)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+STOP_RULES = ("exact", "first_k", "never")
+
+
+class Hypothesis(NamedTuple):
+    """A finished hypothesis: output ids without EOS, its ranking score and its log-probability."""
+
+    ids: list[int]
+    score: float  # log-probability / length_penalty(len(ids) + 1, alpha), what the beam ranks by
+    logprob: float  # sum of the log-probabilities of ids and EOS
+
+
+@torch.no_grad()
+def beam_search(
+    model: DecodingModel,
+    src: torch.Tensor,
+    beam_size: int = 5,
+    alpha: float = 1.0,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    stop: str = "exact",
+) -> list[list[int]]:
+    """Batched beam search with length normalisation: for each sentence the best output ids without EOS.
+
+    See :func:`beam_search_nbest`, of which this is the case ``nbest=1``.
+    """
+    nbest = beam_search_nbest(model, src, beam_size, alpha, max_len_a, max_len_b, stop)
+    return [hyps[0].ids if hyps else [] for hyps in nbest]
+
+
+@torch.no_grad()
+def beam_search_nbest(
+    model: DecodingModel,
+    src: torch.Tensor,
+    beam_size: int = 5,
+    alpha: float = 1.0,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    stop: str = "exact",
+    nbest: int = 1,
+) -> list[list[Hypothesis]]:
+    """Batched beam search with length normalisation, keeping the ``nbest`` best finished hypotheses.
+
+    Each step expands every live hypothesis, keeps 2K candidates per sentence, offers candidates
+    ending in EOS among the best K to the sentence's ``nbest`` best finished hypotheses, and continues
+    with the K best others. A sentence leaves the batch (its state rows are dropped) when ``stop`` says
+    so, or at its length limit, so the work shrinks as sentences finish. Stopping rules:
+
+    - ``"exact"``: when no live hypothesis can still beat the ``nbest``-th best finished one.
+      Log-probabilities are never positive, so a live hypothesis's normalised score can at most
+      reach its current score divided by the largest length penalty it can still reach (at its
+      length limit for ``alpha >= 0``). The result is the one of ``"never"``, usually after far fewer steps.
+    - ``"first_k"``: once K hypotheses have finished, as fairseq does; a live hypothesis may
+      still have beaten them. Kept to measure what the exact rule costs and gains.
+    - ``"never"``: only at the length limit.
+
+    :param src: source ids (B, S) with EOS, right-padded
+    :param alpha: length penalty exponent; 0 ranks by raw log-probability
+    :param stop: ``"exact"``, ``"first_k"`` or ``"never"``
+    :param nbest: finished hypotheses kept per sentence, at most ``beam_size``
+    :return: for each sentence up to ``nbest`` hypotheses, best first (fewer only if fewer finished)
+    """
+    _check_beam_options(beam_size, stop, nbest)
+    B, K = src.size(0), beam_size
+    device = src.device
+    limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
+    # the largest length penalty at the limit, in float64 like the finished scores, for the bound
+    limit_lp = torch.tensor([length_penalty(n, alpha) for n in limit.tolist()], dtype=torch.float64, device=device)
+    state = reorder_state(model.init_state(src), torch.arange(B, device=device).repeat_interleave(K))
+    fixed = _tensors(state)  # tensors equal over each sentence's K rows: those no step has replaced
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: keep one alive
+    scores = scores.view(-1)  # (n*K,) sum of log-probabilities of the live hypotheses
+    tokens = src.new_full((B * K, 1), BOS)
+    kth_score = torch.full((B,), float("-inf"), dtype=torch.float64, device=device)  # (n,) nbest-th best, normalised
+    n_finished = torch.zeros(B, dtype=torch.long, device=device)  # (n,)
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    active = list(range(B))  # original sentence index of each active block of K rows
+    t = 0
+    while active:
+        at_limit = (limit <= t + 1).repeat_interleave(K)  # (n*K,)
+        lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit)  # (n*K, V)
+        fixed = {i: x for i, x in _tensors(state).items() if i in fixed}
+        n, V = len(active), lprobs.size(-1)
+        cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: lprobs is this step's own tensor
+        top_scores, top_idx = cand.topk(2 * K, dim=1)  # (n, 2K)
+        beam, tok = top_idx // V, top_idx % V
+        is_eos = tok == EOS
+        rows = torch.arange(n, device=device)[:, None] * K + beam  # (n, 2K) row of the parent
+        n_finished += (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).sum(dim=1)
+        kth_score = _keep_finished(finished, active, kth_score, top_scores[:, :K], is_eos[:, :K], rows, tokens,
+                                   length_penalty(t + 1, alpha), nbest)  # fmt: skip
+        keep_scores, sel = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
+        parents = rows.gather(1, sel).view(-1)
+        tokens = torch.cat([tokens.index_select(0, parents), tok.gather(1, sel).view(-1, 1)], dim=1)
+        scores = keep_scores.view(-1)
+        state = _move_beams(state, parents, fixed)
+        t += 1
+        done = _is_done(
+            stop, limit <= t, scores.view(n, K), kth_score, limit_lp, length_penalty(t + 1, alpha), n_finished, K
+        )
+        if bool(done.any()):
+            still = (~done).nonzero().flatten()
+            keep = (still[:, None] * K + torch.arange(K, device=device)).view(-1)
+            tokens, scores = tokens[keep], scores[keep]
+            limit, limit_lp, kth_score, n_finished = limit[still], limit_lp[still], kth_score[still], n_finished[still]
+            state, fixed = _select_rows(state, keep, fixed)
+            active = [active[i] for i in still.tolist()]
+    return finished
+
+
+def _tensors(state: Any) -> dict[int, torch.Tensor]:
+    """The tensors of ``state`` by ``id``; the dict keeps them alive, so no new tensor can reuse an id in it."""
+    found: dict[int, torch.Tensor] = {}
+    map_tensors(state, lambda x: found.setdefault(id(x), x))
+    return found
+
+
+def _move_beams(state: Any, parents: torch.Tensor, fixed: dict[int, torch.Tensor]) -> Any:
+    """:func:`reorder_state` by ``parents``, which move rows within sentences only, except the ``fixed`` tensors.
+
+    Those (the encoder output, cross-attention keys and values, source mask) are equal over each
+    sentence's rows, so the move would copy them unchanged, megabytes a step (benchmarks/README.md,
+    "Measurements behind the code").
+    """
+    return map_tensors(state, lambda x: x if id(x) in fixed else x.index_select(0, parents))
+
+
+def _select_rows(
+    state: Any, index: torch.Tensor, fixed: dict[int, torch.Tensor]
+) -> tuple[Any, dict[int, torch.Tensor]]:
+    """:func:`reorder_state` of ``state`` and the tensors of the result that come from ``fixed``'s."""
+    selected: dict[int, torch.Tensor] = {}
+
+    def select(x: torch.Tensor) -> torch.Tensor:
+        y = x.index_select(0, index)
+        if id(x) in fixed:
+            selected[id(y)] = y
+        return y
+
+    return map_tensors(state, select), selected
+
+
+def _check_beam_options(beam_size: int, stop: str, nbest: int) -> None:
+    """:raises ValueError: on an unknown stopping rule or ``nbest`` outside 1 to ``beam_size``"""
+    if stop not in STOP_RULES:
+        raise ValueError(f"stop: {stop!r} is not one of {', '.join(map(repr, STOP_RULES))}")
+    if not 1 <= nbest <= beam_size:
+        raise ValueError(f"nbest: must be between 1 and the beam size {beam_size}, got {nbest}")
+
+
+def _next_lprobs(
+    model: DecodingModel, prev: torch.Tensor, state: Any, at_limit: torch.Tensor
+) -> tuple[torch.Tensor, Any]:
+    """Log-probabilities (n*K, V) of the token after ``prev`` (n*K,), float32; only EOS for rows ``at_limit`` (n*K,).
+
+    :return: the log-probabilities and the decoder state after ``prev``
+    """
+    logits, state = model.step(prev, state)
+    lprobs = F.log_softmax(logits.float(), dim=-1)  # (n*K, V)
+    if bool(at_limit.any()):  # forced end at the length limit
+        eos_only = torch.full_like(lprobs[0], float("-inf"))
+        eos_only[EOS] = 0.0
+        lprobs = torch.where(at_limit[:, None], eos_only, lprobs)
+    return lprobs, state
+
+
+def _keep_finished(
+    finished: list[list[Hypothesis]],
+    active: list[int],
+    kth_score: torch.Tensor,
+    eos_scores: torch.Tensor,
+    is_eos: torch.Tensor,
+    rows: torch.Tensor,
+    tokens: torch.Tensor,
+    lp: float,
+    nbest: int,
+) -> torch.Tensor:
+    """Add the hypotheses finishing now that beat a sentence's ``nbest``-th best; return the new ``kth_score``.
+
+    :param eos_scores: log-probabilities of the K best candidates (n, K), sorted best first
+    :param is_eos: whether each candidate ends in EOS (n, K)
+    :param rows: row in ``tokens`` of each candidate's parent (n, >= K)
+    :param tokens: the live prefixes (n*K, t + 1), BOS first
+    :param lp: the length penalty of every hypothesis finishing now (t tokens plus EOS)
+    :return: the ``nbest``-th best normalised score of each sentence (n,), float64, -inf until that many finished
+    """
+    normalised = eos_scores.double().masked_fill(~is_eos, float("-inf")) / lp  # (n, K)
+    i_idx, j_idx = (normalised > kth_score[:, None]).nonzero(as_tuple=True)
+    if not len(i_idx):
+        return kth_score
+    prefixes = tokens[rows[i_idx, j_idx], 1:].tolist()
+    found = zip(
+        i_idx.tolist(), prefixes, normalised[i_idx, j_idx].tolist(), eos_scores[i_idx, j_idx].tolist(), strict=True
+    )
+    kth = kth_score.tolist()
+    for i, hyp, score, logprob in found:
+        if score <= kth[i]:  # an earlier candidate of this step raised the bar (candidates come best first)
+            continue
+        kept = finished[active[i]]
+        kept.append(Hypothesis(hyp, score, logprob))
+        kept.sort(key=lambda h: -h.score)  # stable: of equal scores the earlier finished stays first
+        del kept[nbest:]
+        if len(kept) == nbest:
+            kth[i] = kept[-1].score
+    return torch.tensor(kth, dtype=torch.float64, device=kth_score.device)
+
+
+def _is_done(
+    stop: str,
+    at_limit: torch.Tensor,
+    live: torch.Tensor,
+    best: torch.Tensor,
+    limit_lp: torch.Tensor,
+    next_lp: float,
+    n_finished: torch.Tensor,
+    K: int,
+) -> torch.Tensor:
+    """Which of the n active sentences are done, shape (n,).
+
+    :param at_limit: whether the sentence reached its length limit (n,)
+    :param live: scores of the live hypotheses (n, K), -inf for dead ones
+    :param best: the nbest-th best finished normalised score (n,), float64, -inf until nbest finished
+    :param limit_lp: length penalty at the sentence's limit (n,), float64
+    :param next_lp: length penalty of the shortest hypothesis still reachable (EOS at the next step)
+    :param n_finished: hypotheses finished so far (n,)
+    """
+    if stop == "never":
+        return at_limit
+    if stop == "first_k":
+        return at_limit | (n_finished >= K)
+    # lp is monotone in the length: the largest reachable one is at an end of [next step, limit]
+    largest_lp = limit_lp.clamp(min=next_lp)
+    bound = (live.double() / largest_lp[:, None]).max(dim=1).values  # (n,)
+    return at_limit | (best >= bound)

@@ -1,0 +1,347 @@
+"""Translate sentences or files with a trained model directory (test sets and back-translation alike)."""
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+import sentencepiece as spm
+import torch
+
+from nmt.atomic import atomic_text
+from nmt.config import DecodeConfig
+from nmt.data.batches import pad
+from nmt.decoding.ctranslate2 import ct2_search, load_translator
+from nmt.decoding.ensemble import load_ensemble
+from nmt.decoding.search import beam_search, beam_search_nbest, greedy_search, sample_search
+from nmt.device import autocast, get_device
+from nmt.errors import ConfigError, DataError
+from nmt.models.seq2seq import DecodingModel
+from nmt.progress import LOG_EVERY, Progress, count_lines
+from nmt.vocab import EOS
+
+log = logging.getLogger(__name__)
+
+# Lines sorted by length and translated together: memory stays bounded on inputs of any size.
+CHUNK_LINES = 10_000
+# Bad lines named one by one in warnings; the rest are counted.
+MAX_WARNINGS = 10
+
+
+def position_limit(model: DecodingModel) -> int | None:
+    """The longest sequence (source with EOS, or output with EOS) the model can represent.
+
+    That is ``max_positions`` for the Transformer and ConvS2S (the smallest one in an ensemble);
+    an RNN has no limit (None).
+    """
+    members = getattr(model, "members", [model])
+    limits = [m.spec["config"]["max_positions"] for m in members if "max_positions" in m.spec["config"]]
+    return min(limits, default=None)
+
+
+def read_source(stream: IO[bytes], name: str) -> Iterator[str]:
+    """The lines of a UTF-8 byte stream without their line ends (LF or CRLF).
+
+    Undecodable bytes become U+FFFD, with a warning naming the line (the first
+    :data:`MAX_WARNINGS` lines) and a count at the end, so that every line still gets its output line.
+    """
+    bad: list[int] = []
+    for number, raw in enumerate(stream, 1):
+        raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad.append(number)
+            if len(bad) <= MAX_WARNINGS:
+                log.warning("%s line %d: not UTF-8 (%s), bad bytes replaced by U+FFFD", name, number, e.reason)
+            yield raw.decode("utf-8", errors="replace")
+    if len(bad) > 1:
+        log.warning("%s: %d lines not UTF-8, translated with bad bytes replaced: lines %s", name, len(bad),
+                    _some(bad))  # fmt: skip
+
+
+def _some(numbers: list[int]) -> str:
+    """``1, 5, 9`` or ``1, 5, 9, ... (12 in all)``: line numbers for a warning of bounded length."""
+    shown = ", ".join(map(str, numbers[:MAX_WARNINGS]))
+    return shown if len(numbers) <= MAX_WARNINGS else f"{shown}, ... ({len(numbers)} in all)"
+
+
+def encode_sources(
+    sp: spm.SentencePieceProcessor, lines: list[str], limit: int | None, name: str, first_line: int
+) -> list[list[int]]:
+    """Subword ids of ``lines`` with EOS, each cut to ``limit`` ids (EOS kept) with a warning naming the line."""
+    ids = [p + [EOS] for p in sp.encode(lines)]
+    if limit is None:
+        return ids
+    long = [i for i, x in enumerate(ids) if len(x) > limit]
+    for i in long[:MAX_WARNINGS]:
+        log.warning("%s line %d: %d subwords, cut to the model's limit of %d", name, first_line + i, len(ids[i]), limit)
+    if len(long) > 1:
+        log.warning("%s: %d lines longer than the model's limit of %d subwords were cut: lines %s", name, len(long),
+                    limit, _some([first_line + i for i in long]))  # fmt: skip
+    for i in long:
+        ids[i] = ids[i][: limit - 1] + [EOS]
+    return ids
+
+
+def length_limits(src_len: int, config: DecodeConfig, limit: int | None) -> tuple[float, int]:
+    """``(a, b)`` of the output limit ``a * S + b`` for a source of ``src_len`` ids, clamped to ``limit``.
+
+    Output positions run up to the limit, so ``a * S + b`` may not pass ``max_positions``; where it
+    would, ``(0, limit)`` is the clamped limit (a 700-word line must not end the file in an error).
+    """
+    if limit is not None and config.max_len_a * src_len + config.max_len_b > limit:
+        return 0.0, limit
+    return config.max_len_a, config.max_len_b
+
+
+def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> Iterator[tuple[list[int], float, int]]:
+    """Batches of line indices (the non-empty lines, sorted by length) with the ``(a, b)`` of their output limit."""
+    order = sorted((i for i in range(len(ids)) if len(ids[i]) > 1), key=lambda i: len(ids[i]))
+    for start in range(0, len(order), config.batch_size):
+        batch = order[start : start + config.batch_size]
+        # A clamped limit holds for the longest sentences only: give them batches of their own.
+        groups = itertools.groupby(batch, key=lambda i: length_limits(len(ids[i]), config, limit))
+        for (max_len_a, max_len_b), chunk in groups:
+            yield list(chunk), max_len_a, max_len_b
+
+
+# A search over one padded batch of sources (B, S) within the output limit a * S + b: a list per sentence.
+Search = Callable[[torch.Tensor, float, int], list]
+
+
+@torch.no_grad()
+def search_lines(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    lines: list[str],
+    config: DecodeConfig,
+    device: torch.device,
+    search: Search,
+    bf16: str = "auto",
+    name: str = "input",
+    first_line: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[list[int], list]]:
+    """The setup that :func:`translate_lines` and :func:`translate_nbest` share: yield, batch by batch,
+    the indices of its lines and what ``search(src, max_len_a, max_len_b)`` returns for them.
+
+    The model is in eval mode meanwhile. Lines are encoded and cut to the model's :func:`position_limit`
+    (:func:`encode_sources`) and sorted by length into batches (:func:`_batches`); empty lines are
+    never searched. ``progress`` is called with the number of empty lines first, then after each batch.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        limit = position_limit(model)
+        ids = encode_sources(src_sp, lines, limit, name, first_line)
+        if progress:
+            progress(sum(len(x) <= 1 for x in ids))  # the empty lines
+        for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
+            src = pad([ids[i] for i in chunk]).to(device)
+            with autocast(device, bf16):
+                out = search(src, max_len_a, max_len_b)
+            yield chunk, out
+            if progress:
+                progress(len(chunk))
+    finally:
+        model.train(was_training)
+
+
+def torch_search(model: DecodingModel, config: DecodeConfig, device: torch.device) -> Search:
+    """``config.method``'s search over ``model``; sampling draws from a generator seeded with ``config.seed``."""
+    generator = torch.Generator(device=device).manual_seed(config.seed)
+
+    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
+        if config.method == "greedy":
+            return greedy_search(model, src, max_len_a, max_len_b)
+        if config.method == "sample":
+            return sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
+        return beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
+
+    return search
+
+
+@torch.no_grad()
+def translate_lines(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: list[str],
+    config: DecodeConfig,
+    device: torch.device,
+    bf16: str = "auto",
+    name: str = "input",
+    first_line: int = 1,
+    progress: Callable[[int], None] | None = None,
+    search: Search | None = None,
+) -> list[str]:
+    """Translate plain-text ``lines`` into detokenized plain text, one output line per input line, in order.
+
+    ``model`` is a :class:`~nmt.models.seq2seq.Seq2Seq` or an :class:`~nmt.decoding.ensemble.Ensemble` of them.
+
+    Policies: an empty (or all-whitespace) line gives an empty line without running the model; a
+    line longer than the model's :func:`position_limit` is cut to it, with a warning naming the line
+    (``name`` and ``first_line`` number the lines in warnings).
+
+    Sentences are sorted by length so that each batch holds similar lengths (little padding).
+    Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
+
+    :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
+    :param search: the search instead of ``config.method``'s over ``model``
+        (e.g. :func:`nmt.decoding.ctranslate2.ct2_search`)
+    """
+    search = search or torch_search(model, config, device)
+    hyps = [""] * len(lines)
+    for chunk, out in search_lines(model, src_sp, lines, config, device, search, bf16, name, first_line, progress):
+        for i, hyp in zip(chunk, out, strict=True):
+            hyps[i] = trg_sp.decode(hyp)
+    return hyps
+
+
+@torch.no_grad()
+def translate_nbest(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: list[str],
+    config: DecodeConfig,
+    device: torch.device,
+    nbest: int,
+    bf16: str = "auto",
+    name: str = "input",
+    first_line: int = 1,
+) -> list[list[tuple[str, float, float]]]:
+    """The ``nbest`` best beam search translations of each line as ``(hyp, score, logprob)``, best first.
+
+    ``score`` is what the beam ranks by: ``logprob`` (the sum of the log-probabilities of the
+    output's subwords and EOS) divided by the length penalty. An empty line gives one entry
+    ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines`.
+    """
+
+    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list:
+        return beam_search_nbest(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b, nbest=nbest)
+
+    result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in lines]
+    for chunk, out in search_lines(model, src_sp, lines, config, device, search, bf16, name, first_line):
+        for i, hyps in zip(chunk, out, strict=True):
+            result[i] = [(trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
+    return result
+
+
+def translate_windows(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: Iterable[str],
+    config: DecodeConfig,
+    device: torch.device,
+    name: str = "input",
+    window: int = CHUNK_LINES,
+    bf16: str = "auto",
+    nbest: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    search: Search | None = None,
+) -> Iterator[list]:
+    """Translate ``lines`` of any number ``window`` lines at a time (bounded memory), as they arrive.
+
+    Each window is read, sorted by length, translated and yielded as a list in input order: of
+    strings (:func:`translate_lines`), or with ``nbest`` of n-best lists (:func:`translate_nbest`).
+    A window of 1 answers every line before the next one is read (interactive use through a pipe).
+
+    :param progress: passed on to :func:`translate_lines` (lines done after each batch)
+    :param search: passed on to :func:`translate_lines`
+    """
+    lines = iter(lines)
+    first_line = 1
+    while chunk := list(itertools.islice(lines, window)):
+        if nbest is None:
+            yield translate_lines(
+                model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line, progress, search
+            )
+        else:
+            yield translate_nbest(model, src_sp, trg_sp, chunk, config, device, nbest, bf16, name, first_line)
+        first_line += len(chunk)
+
+
+def translate_stream(
+    model: DecodingModel,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    lines: Iterable[str],
+    config: DecodeConfig,
+    device: torch.device,
+    name: str = "input",
+    progress: Callable[[int], None] | None = None,
+    search: Search | None = None,
+) -> Iterator[str]:
+    """:func:`translate_lines` over ``lines`` of any number, :data:`CHUNK_LINES` at a time (bounded memory)."""
+    for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, progress=progress, search=search):
+        yield from hyps
+
+
+def runtime_search(
+    model_dirs: list[str | Path],
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    config: DecodeConfig,
+    device: torch.device,
+) -> Search | None:
+    """The search of ``config.runtime``: None for torch (``config.method``'s), CTranslate2's for ``ctranslate2``.
+
+    :raises ConfigError: for ctranslate2 with an ensemble (or, from the export, another architecture)
+    """
+    if config.runtime == "torch":
+        return None
+    if len(model_dirs) > 1:
+        raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
+    return ct2_search(load_translator(model_dirs[0], device, torch.get_num_threads()), src_sp, trg_sp, config)
+
+
+def check_source(path: str | Path) -> Path:
+    """``path`` as a :class:`Path` if it is a file; else a :class:`DataError` saying what it is."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: {'is a directory, not a file' if path.is_dir() else 'file not found'}")
+    return path
+
+
+def translate_file(
+    model_dirs: str | Path | list[str | Path],
+    src_path: str | Path,
+    hyp_path: str | Path,
+    config: DecodeConfig,
+    device: str = "auto",
+    progress_every: float = LOG_EVERY,
+) -> int:
+    """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
+
+    The output has one line per input line, with the policies of :func:`read_source` (bytes that are
+    not UTF-8) and :func:`translate_lines` (empty and overlong lines).
+
+    :param model_dirs: a model directory, or several to decode with their ensemble
+    :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
+    """
+    src_path = check_source(src_path)
+    dev = get_device(device)
+    model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
+    model, src_sp, trg_sp = load_ensemble(model_dirs, dev)
+    search = runtime_search(model_dirs, src_sp, trg_sp, config, dev)
+    log.info(
+        "translating %s with %s (%s, %d model%s)",
+        src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
+    )  # fmt: skip
+    n = 0
+    with (
+        open(src_path, "rb") as src,
+        atomic_text(hyp_path) as out,
+        Progress(f"translating {src_path}", count_lines(src_path), "lines", every=progress_every) as progress,
+    ):
+        lines = read_source(src, str(src_path))
+        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, dev, str(src_path), progress.update, search):
+            out.write(hyp + "\n")
+            n += 1
+    if n == 0:
+        log.warning("%s: empty, nothing to translate", src_path)
+    return n

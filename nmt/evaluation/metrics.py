@@ -1,0 +1,91 @@
+"""Corpus-level BLEU, chrF and TER with sacrebleu, each with its signature."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sacrebleu.metrics import BLEU, CHRF, TER
+
+from nmt.atomic import read_lines, write_text
+from nmt.errors import ConfigError, DataError
+
+# name -> factory(trg_lang); BLEU picks its tokenizer from the target language (e.g. zh, ja).
+METRICS = {
+    "bleu": lambda trg_lang: BLEU(trg_lang=trg_lang),
+    "chrf": lambda trg_lang: CHRF(),
+    "ter": lambda trg_lang: TER(),
+}
+
+
+def score_corpus(hyps: list[str], refs: list[str], trg_lang: str = "") -> dict[str, dict[str, Any]]:
+    """Score detokenized hypotheses against one reference per sentence.
+
+    :return: ``{metric: {"score": float, "signature": str}}`` for every metric in :data:`METRICS`
+    """
+    if len(hyps) != len(refs):
+        raise DataError(f"{len(hyps)} hypotheses but {len(refs)} references")
+    if not hyps:
+        raise DataError("no sentences to score")
+    result = {}
+    for name in METRICS:
+        score, signature = score_metric(name, hyps, refs, trg_lang)
+        result[name] = {"score": round(score, 2), "signature": signature}
+    return result
+
+
+def score_metric(name: str, hyps: list[str], refs: list[str], trg_lang: str = "") -> tuple[float, str]:
+    """One metric of :data:`METRICS` with the test-set settings for ``trg_lang``: (unrounded score, signature).
+
+    Validation during training scores dev BLEU with this too, so model selection and the reported
+    test figure use the same tokenizer.
+    """
+    metric = get_metric(name, trg_lang)
+    return metric.corpus_score(hyps, [refs]).score, str(metric.get_signature())
+
+
+def get_metric(name: str, trg_lang: str = ""):
+    """The sacrebleu metric ``name`` for ``trg_lang``; a tokenizer whose extra dependencies are missing
+    (BLEU for ja and ko) is a :class:`ConfigError`."""
+    try:
+        return METRICS[name](trg_lang)
+    except RuntimeError as e:  # sacrebleu's message is several lines; the first one says what is missing
+        raise ConfigError(f"{name} for target language {trg_lang!r}: {str(e).strip().splitlines()[0]}") from e
+
+
+def score_files(hyp_path: str | Path, ref_path: str | Path, trg_lang: str = "") -> dict[str, dict[str, Any]]:
+    """:func:`score_corpus` on two plain-text files; differing line counts or empty files name both files."""
+    hyps, refs = read_lines(hyp_path), read_lines(ref_path)
+    if len(hyps) != len(refs):
+        raise DataError(f"{hyp_path} has {len(hyps)} lines but {ref_path} has {len(refs)}")
+    if not hyps:
+        raise DataError(f"{hyp_path} and {ref_path}: no sentences to score (both files are empty)")
+    return score_corpus(hyps, refs, trg_lang)
+
+
+def write_scores(
+    hyp_path: str | Path,
+    ref_path: str | Path,
+    trg_lang: str,
+    system: dict[str, Any],
+    training_summaries: list[str | Path],
+    out_path: str | Path,
+) -> dict[str, Any]:
+    """Score a translation and write one flat JSON record for the result table.
+
+    :param system: what identifies the row: pair, model, arch, data, test set, seed
+    :param training_summaries: the ``summary.json`` of the model that translated, or of each model of an
+        ensemble (then parameters and training time are the sums, steps and tokens/s the means)
+    """
+    summaries = [json.loads(Path(f).read_text()) for f in training_summaries]
+    record: dict[str, Any] = dict(system)
+    for name, value in score_files(hyp_path, ref_path, trg_lang).items():
+        record[name] = value["score"]
+        record[f"{name}_signature"] = value["signature"]
+    for key in ("parameters", "train_seconds"):
+        record[key] = sum(s[key] for s in summaries)
+    for key in ("steps", "tokens_per_second"):
+        values = [s[key] for s in summaries]
+        record[key] = values[0] if len(values) == 1 else round(sum(values) / len(values), 1)
+    record["device"] = summaries[0]["device"]
+    write_text(out_path, json.dumps(record, indent=2))
+    return record

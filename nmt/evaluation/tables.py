@@ -1,0 +1,294 @@
+"""Result tables: score records as a long table, aggregated over seeds, and in the wide shape of the literature."""
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nmt.atomic import write_text
+from nmt.errors import ConfigError, DataError
+from nmt.evaluation.significance import SIGNIFICANCE_LEVEL
+
+# Columns in the order readers expect them; any other keys of the records follow.
+COLUMNS = [
+    "pair", "testset", "model", "arch", "size", "stage", "data", "seed", "bleu", "chrf", "ter",
+    "parameters", "train_seconds", "tokens_per_second", "steps", "device",
+]  # fmt: skip
+# What identifies a system on a test set, apart from its seed.
+SYSTEM = ["pair", "testset", "model", "arch", "size", "stage", "data"]
+SCORES = ["bleu", "chrf", "ter"]
+COSTS = ["parameters", "train_seconds", "tokens_per_second"]
+# The seed of a record that scores the ensemble of all seeds' models.
+ENSEMBLE = "ensemble"
+SIGNIFICANCE_MARK = "†"
+# Markers of the published rows, one per kind of measurement; "†" is taken by significance.
+PUBLISHED_MARKS = ["*", "‡", "§", "¶"]
+PUBLISHED_KEYS = ["system", "citation", "pair", "testset", "measurement"]
+ARCH_NAMES = {"transformer": "Transformer", "rnn": "RNN", "convs2s": "ConvS2S"}
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER"}
+
+
+def collect_scores(score_files: list[str | Path]) -> pd.DataFrame:
+    """One row per score record (system x seed x test set), sorted by pair, test set, model, stage and seed."""
+    records = [json.loads(Path(f).read_text()) for f in score_files]
+    df = pd.DataFrame.from_records(records)
+    columns = [c for c in COLUMNS if c in df.columns] + [c for c in df.columns if c not in COLUMNS]
+    order = [c for c in ("pair", "testset", "model", "stage", "seed") if c in df.columns]
+    return df[columns].sort_values(order, key=_sort_key).reset_index(drop=True)
+
+
+def _sort_key(column: pd.Series) -> pd.Series:
+    """Sort key: the baseline stage before the back-translation variants, seeds in numeric order with the
+    ensemble last, single runs before ensembles, other columns as they are."""
+    if column.name == "stage":
+        return column.where(column != "baseline", "")
+    if column.name == "seed":
+        return pd.to_numeric(column, errors="coerce").fillna(math.inf)
+    if column.name == "kind":
+        return column != "single"
+    return column
+
+
+def summarize_seeds(long: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate the long table over seeds: one row per system, test set and kind.
+
+    A record whose ``seed`` is ``"ensemble"`` scores the ensemble of all seeds' models; it becomes a row of kind
+    ``"ensemble"`` whose mean is its score, with no standard deviation and ``n_seeds`` the length of its
+    ``members`` key (a list, or a count) when the record has one. All other records of a system are the
+    ``"single"`` runs; a long table without a ``seed`` column is one run per system.
+
+    :param long: the table of :func:`collect_scores`
+    :return: columns pair, testset, model, arch, size, stage, data, kind, n_seeds, ``{metric}_mean``,
+        ``{metric}_std`` (sample standard deviation, NaN for one seed), and the mean parameters, train_seconds,
+        tokens_per_second
+    """
+    df = long.copy()
+    for key in SYSTEM:
+        df[key] = df[key].fillna("") if key in df.columns else ""
+    seeds = df["seed"] if "seed" in df.columns else pd.Series(None, index=df.index, dtype=object)
+    df["kind"] = seeds.map(seed_kind)
+    metrics = [m for m in SCORES if m in df.columns]
+    rows = []
+    for key, group in df.groupby(SYSTEM + ["kind"], sort=False):
+        row: dict[str, Any] = dict(zip(SYSTEM + ["kind"], key, strict=True))
+        name = f"{row['pair']} {row['testset']} {row['model']} {row['stage']}"
+        if row["kind"] == "ensemble":
+            if len(group) > 1:
+                raise DataError(f"{len(group)} ensemble records for {name}")
+            row["n_seeds"] = _count_members(group.iloc[0].get("members"))
+            for m in metrics:
+                row[f"{m}_mean"], row[f"{m}_std"] = float(group[m].iloc[0]), math.nan
+        else:
+            duplicated = seeds[group.index].dropna()
+            duplicated = duplicated[duplicated.duplicated()]
+            if len(duplicated):
+                raise DataError(f"two records of seed {duplicated.iloc[0]} for {name}")
+            row["n_seeds"] = len(group)
+            for m in metrics:
+                row[f"{m}_mean"], row[f"{m}_std"] = group[m].mean(), group[m].std(ddof=1)
+        for c in COSTS:
+            if c in group.columns:
+                row[c] = group[c].mean()
+        rows.append(row)
+    summary = pd.DataFrame(rows)
+    return summary.sort_values(["pair", "testset", "model", "stage", "kind"], key=_sort_key).reset_index(drop=True)
+
+
+def seed_kind(seed: Any) -> str:
+    """``"ensemble"`` for the seed of an ensemble record, else ``"single"`` (also for a missing seed)."""
+    return "ensemble" if isinstance(seed, str) and seed == ENSEMBLE else "single"
+
+
+def _count_members(members: Any) -> float:
+    """Number of models in an ensemble record's ``members`` (a list or a count); NaN when it has none."""
+    if isinstance(members, list):
+        return len(members)
+    if isinstance(members, int | float) and not pd.isna(members):
+        return int(members)
+    return math.nan
+
+
+def system_label(arch: str, size: str = "", data: str = "parallel", kind: str = "single") -> str:
+    """Row label of a system, e.g. ``Transformer (base)`` or ``Transformer (base) ensemble, parallel+bt (beam5)``."""
+    label = ARCH_NAMES.get(arch, arch)
+    if size:
+        label += f" ({size})"
+    if kind == "ensemble":
+        label += " ensemble"
+    if data and data != "parallel":
+        label += f", {data}"
+    return label
+
+
+def wide_table(
+    summary: pd.DataFrame,
+    metrics: tuple[str, ...] = ("bleu", "ter"),
+    significance: pd.DataFrame | None = None,
+    published: list[dict[str, Any]] | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
+    """The table of a paper: one row per system, one column per language pair (and test set) and metric.
+
+    Cells are strings: ``27.31 ± 0.12`` (mean ± sample standard deviation) over several seeds, ``27.31`` for one
+    run, followed by ``†`` when the system differs significantly from the baseline (p < 0.05 for every tested run
+    of the row), empty when there is no score. Published rows come first, labelled
+    ``system [citation]`` plus a footnote marker per kind of measurement.
+
+    :param summary: the table of :func:`summarize_seeds`
+    :param metrics: metric columns per pair, out of bleu, chrf, ter
+    :param significance: the frame of :func:`nmt.evaluation.significance.significance_frame`: columns pair,
+        testset, model, stage, seed, metric, p_value (and baseline_arch, baseline_size, baseline_data,
+        baseline_seed for the note)
+    :param published: results from papers, each a dict with keys system, citation, pair, testset, measurement
+        (e.g. ``tokenized BLEU (multi-bleu.perl), not sacreBLEU``) and a value for some of ``metrics``
+    :return: the table (index: system labels; columns: MultiIndex of ``EN-DE`` or ``EN-DE {testset}``, metric
+        name) and its footnotes, one line each
+    """
+    for m in metrics:
+        if m not in METRIC_NAMES:
+            raise ConfigError(f"wide table: unknown metric {m!r}, expected one of {', '.join(METRIC_NAMES)}")
+    published = published or []
+    for i, result in enumerate(published):
+        for key in PUBLISHED_KEYS:
+            if key not in result:
+                raise ConfigError(f"published result {i + 1}: missing key {key!r}")
+
+    testsets = sorted(
+        set(summary[["pair", "testset"]].itertuples(index=False, name=None))
+        | {(r["pair"], r["testset"]) for r in published}
+    )
+    per_pair = pd.Series([p for p, _ in testsets]).value_counts()
+    heading = {(p, t): p.upper() + (f" {t}" if per_pair[p] > 1 else "") for p, t in testsets}
+    columns = [(heading[p, t], METRIC_NAMES[m]) for p, t in testsets for m in metrics]
+
+    cells: dict[str, dict[tuple[str, str], str]] = {}
+    notes = []
+    marks = {}
+    for result in published:
+        if result["measurement"] not in marks:
+            marks[result["measurement"]] = PUBLISHED_MARKS[len(marks) % len(PUBLISHED_MARKS)]
+            notes.append(
+                f"{marks[result['measurement']]} As published, measured with {result['measurement']}: "
+                "a different measurement, not comparable with the sacreBLEU scores of the other rows."
+            )
+        label = f"{result['system']} [{result['citation']}]{marks[result['measurement']]}"
+        row = cells.setdefault(label, {})
+        for m in metrics:
+            if result.get(m) is not None:
+                row[heading[result["pair"], result["testset"]], METRIC_NAMES[m]] = str(result[m])
+
+    labels = _system_labels(summary)
+    tested = _significant(summary, significance, metrics) if significance is not None else {}
+    for i, row in summary.iterrows():
+        target = cells.setdefault(labels[i], {})
+        for m in metrics:
+            mean, std = row.get(f"{m}_mean"), row.get(f"{m}_std")
+            if mean is None or pd.isna(mean):
+                continue
+            text = f"{mean:.2f} ± {std:.2f}" if row["n_seeds"] > 1 and not pd.isna(std) else f"{mean:.2f}"
+            target[heading[row["pair"], row["testset"]], METRIC_NAMES[m]] = text + tested.get((i, m), "")
+    if tested:
+        notes.append(_significance_note(significance))
+
+    table = pd.DataFrame(
+        [[row.get(c, "") for c in columns] for row in cells.values()],
+        index=pd.Index(list(cells), name="system"),
+        columns=pd.MultiIndex.from_tuples(columns),
+    )
+    return table, notes
+
+
+def _system_labels(summary: pd.DataFrame) -> dict[Any, str]:
+    """Row label of every summary row; systems that would share a label get their model and stage added."""
+    labels = {i: system_label(r["arch"], r["size"], r["data"], r["kind"]) for i, r in summary.iterrows()}
+    systems: dict[str, set] = {}
+    for i, r in summary.iterrows():
+        systems.setdefault(labels[i], set()).add((r["model"], r["stage"]))
+    return {
+        i: label if len(systems[label]) == 1 else f"{label} ({summary.at[i, 'model']}, {summary.at[i, 'stage']})"
+        for i, label in labels.items()
+    }
+
+
+def _significant(summary: pd.DataFrame, significance: pd.DataFrame, metrics: tuple[str, ...]) -> dict:
+    """``{(summary row, metric): "†"}`` where every tested run of the row differs significantly from the baseline."""
+    missing = [c for c in ("pair", "testset", "model", "stage", "seed", "metric", "p_value") if c not in significance]
+    if missing:
+        raise DataError(f"significance frame: missing column {missing[0]!r}")
+    tests = significance.assign(kind=significance["seed"].map(seed_kind))
+    tests = tests[tests["p_value"].notna()]
+    marks = {}
+    for i, row in summary.iterrows():
+        for m in metrics:
+            p = tests.loc[
+                (tests["pair"] == row["pair"])
+                & (tests["testset"] == row["testset"])
+                & (tests["model"] == row["model"])
+                & (tests["stage"] == row["stage"])
+                & (tests["kind"] == row["kind"])
+                & (tests["metric"] == m),
+                "p_value",
+            ]
+            if len(p) and (p < SIGNIFICANCE_LEVEL).all():
+                marks[i, m] = SIGNIFICANCE_MARK
+    return marks
+
+
+def _significance_note(significance: pd.DataFrame) -> str:
+    """The footnote of the significance mark, naming the baseline system(s) when the frame says which."""
+    baselines = ""
+    if {"baseline_arch", "baseline_size", "baseline_data", "baseline_seed"} <= set(significance.columns):
+        rows = significance[["baseline_arch", "baseline_size", "baseline_data", "baseline_seed"]].drop_duplicates()
+        names = [
+            system_label(arch, size, data, seed_kind(seed)) for arch, size, data, seed in rows.itertuples(index=False)
+        ]
+        baselines = " (" + "; ".join(dict.fromkeys(names)) + ")"
+    return (
+        f"{SIGNIFICANCE_MARK} significantly different from the baseline system{baselines} at "
+        f"p < {SIGNIFICANCE_LEVEL} (sacreBLEU paired bootstrap resampling; over several seeds: for every seed)."
+    )
+
+
+def write_wide(
+    df: pd.DataFrame, notes: list[str], md_path: str | Path, tex_path: str | Path, csv_path: str | Path | None = None
+) -> None:
+    """Write the table of :func:`wide_table` as Markdown and as a LaTeX booktabs tabular, each followed by its
+    notes, and optionally as CSV (flat column names, no notes), atomically."""
+    flat = df.copy()
+    flat.columns = [" ".join(c) for c in df.columns]
+    if csv_path is not None:
+        write_text(csv_path, flat.to_csv())
+    markdown = flat.to_markdown(disable_numparse=True, colalign=["left"] + ["right"] * len(flat.columns))
+    # A note starting with "*" would become a Markdown list item.
+    markdown += "\n\n" + "".join(("\\" + n if n.startswith("*") else n) + "\n\n" for n in notes)
+    write_text(md_path, markdown.rstrip("\n") + "\n")
+
+    tex = df.map(_latex_text)
+    tex.index = [_latex_text(label) for label in df.index]
+    tex.columns = pd.MultiIndex.from_tuples([tuple(_latex_text(c) for c in column) for column in df.columns])
+    latex = tex.to_latex(escape=False, column_format="l" + "r" * len(df.columns), multicolumn_format="c")
+    if notes:
+        latex += "\\par\\smallskip\n{\\footnotesize\n" + "\\\\\n".join(_latex_text(n) for n in notes) + "\n}\n"
+    write_text(tex_path, latex)
+
+
+# LaTeX specials, then the marks this module writes, in text mode.
+LATEX = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$", "±": r"$\pm$",
+    "†": r"\textsuperscript{\dag}",
+    "‡": r"\textsuperscript{\ddag}", "§": r"\S{}", "¶": r"\P{}",
+}  # fmt: skip
+
+
+def _latex_text(text: str) -> str:
+    return "".join(LATEX.get(char, char) for char in str(text))
+
+
+def write_tables(df: pd.DataFrame, csv_path: str | Path, md_path: str | Path | None = None) -> None:
+    """Write the full table as CSV and, optionally, the readable columns (no signatures) as Markdown, atomically."""
+    write_text(csv_path, df.to_csv(index=False))
+    if md_path is not None:
+        readable = df[[c for c in df.columns if not c.endswith("_signature")]]
+        write_text(md_path, readable.to_markdown(index=False) + "\n")

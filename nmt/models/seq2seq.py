@@ -1,0 +1,141 @@
+"""The encoder-decoder model, the decoder contract that search relies on, and the architecture table.
+
+Every architecture provides an encoder and a decoder with this contract:
+
+- ``encoder(src)`` with ``src`` (B, S) returns a dict of batch-first tensors;
+- ``decoder(trg_in, enc)`` returns teacher-forced logits (B, T, V);
+- ``decoder.init_state(enc)`` returns the decoding state before the first target token;
+- ``decoder.step(trg_prev, state)`` takes the previous tokens (B,) and returns logits (B, V) and
+  the next state.
+
+A state is a dict whose tensors (also inside lists and tuples) all have the batch (or beam)
+as their first dimension, so that :func:`reorder_state` can select and reorder hypotheses
+without knowing the architecture. Non-tensor values (step counters) are shared.
+
+Legend: B batch, S source length, T target length, V vocabulary.
+"""
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from nmt.model_config import resolve_model_options
+from nmt.models.convs2s import build_convs2s
+from nmt.models.rnn import build_rnn
+from nmt.models.transformer import build_transformer
+
+log = logging.getLogger(__name__)
+
+# name -> builder(config, src_vocab, trg_vocab, shared_vocab) -> (encoder, decoder); the config dataclasses
+# and sizes are in nmt.model_config (without torch, for the workflow's parsing).
+ARCHITECTURES = {"rnn": build_rnn, "convs2s": build_convs2s, "transformer": build_transformer}
+
+
+def map_tensors(state: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """``state`` with every tensor ``t`` in it, at any depth of dicts, lists and tuples, replaced by ``fn(t)``."""
+    if isinstance(state, torch.Tensor):
+        return fn(state)
+    if isinstance(state, dict):
+        return {k: map_tensors(v, fn) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(map_tensors(v, fn) for v in state)
+    return state
+
+
+def reorder_state(state: Any, index: torch.Tensor) -> Any:
+    """Select rows ``index`` (B',) of every tensor in ``state`` (batch-first), recursively."""
+    return map_tensors(state, lambda t: t.index_select(0, index))
+
+
+class DecodingModel(Protocol):
+    """What search and translation need of a model: the decoder contract and ``nn.Module``'s train/eval switch.
+
+    :class:`Seq2Seq` and :class:`nmt.decoding.ensemble.Ensemble` both provide it.
+    """
+
+    training: bool
+
+    def init_state(self, src: torch.Tensor) -> Any: ...
+
+    def step(self, trg_prev: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
+        """Logits (B, V) after ``trg_prev`` (B,), and the next state.
+
+        The state's tensors are never changed in place: a tensor that ``step`` returns as it got it
+        is one of the initial state's (e.g. the encoder output), which beam search copies less often.
+        """
+        ...
+
+    def train(self, mode: bool = True) -> Any: ...
+
+    def eval(self) -> Any: ...
+
+
+class Seq2Seq(nn.Module):
+    """An encoder-decoder translation model of any architecture in :data:`ARCHITECTURES`."""
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module, spec: dict[str, Any]) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.spec = spec  # everything build_model needs to rebuild this model from a checkpoint
+
+    def encode(self, src: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Encode ``src`` (B, S)."""
+        return self.encoder(src)
+
+    def decode(self, trg_in: torch.Tensor, enc: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Teacher-forced logits (B, T, V)."""
+        return self.decoder(trg_in, enc)
+
+    def forward(self, src: torch.Tensor, trg_in: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, V) of ``trg_in`` (B, T) given ``src`` (B, S): teacher forcing, for training."""
+        return self.decode(trg_in, self.encode(src))
+
+    def init_state(self, src: torch.Tensor) -> dict[str, Any]:
+        """Encode ``src`` once and return the decoder state for the first step."""
+        return self.decoder.init_state(self.encode(src))
+
+    def step(self, trg_prev: torch.Tensor, state: dict[str, Any]) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Logits (B, V) of the next target token."""
+        return self.decoder.step(trg_prev, state)
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def build_model(
+    options: dict[str, Any], src_vocab: int, trg_vocab: int, shared_vocab: bool, where: str = "model"
+) -> Seq2Seq:
+    """Build a model from its config options.
+
+    :param options: ``arch``, optional ``size`` and architecture keys overriding the size
+    :param src_vocab: source vocabulary size
+    :param trg_vocab: target vocabulary size
+    :param shared_vocab: whether source and target use the same subword model
+    :param where: config path for error messages
+    """
+    arch, config = resolve_model_options(options, where)
+    encoder, decoder = ARCHITECTURES[arch](config, src_vocab, trg_vocab, shared_vocab)
+    spec = {
+        "arch": arch,
+        "config": dataclasses.asdict(config),
+        "src_vocab": src_vocab,
+        "trg_vocab": trg_vocab,
+        "shared_vocab": shared_vocab,
+    }
+    model = Seq2Seq(encoder, decoder, spec)
+    log.info("built %s with %d parameters: %s", arch, model.n_parameters(), spec["config"])
+    return model
+
+
+def model_from_spec(spec: dict[str, Any]) -> Seq2Seq:
+    """Rebuild the (untrained) model described by ``Seq2Seq.spec``."""
+    options = {"arch": spec["arch"], **spec["config"]}
+    for key, value in options.items():
+        if isinstance(value, list):
+            options[key] = tuple(value)
+    return build_model(options, spec["src_vocab"], spec["trg_vocab"], spec["shared_vocab"], where="checkpoint")

@@ -1,0 +1,453 @@
+"""Training loop: token batches, updates (data-parallel under torchrun), validation, early stopping, checkpoints
+and their average, resume."""
+
+import contextlib
+import json
+import logging
+import random
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from nmt.atomic import write_text
+from nmt.checkpoint import average_snapshots, load_checkpoint, save_checkpoint
+from nmt.config import ModelMeta, TrainConfig
+from nmt.data.batches import Batch, make_batch, token_batches
+from nmt.data.binarize import BinarizedData, binarize, open_training_data
+from nmt.data.subword import load_subword
+from nmt.device import autocast, get_device, grad_scaler
+from nmt.errors import ConfigError, DataError, TrainingError
+from nmt.evaluation.metrics import get_metric
+from nmt.model_dir import SRC_SPM, TRG_SPM, differing_subword_models, read_model_file, write_meta, write_model
+from nmt.models.seq2seq import Seq2Seq, build_model
+from nmt.progress import format_duration
+from nmt.training.curves import Curves
+from nmt.training.distributed import World, close_world, init_world, shard
+from nmt.training.loss import LabelSmoothedCrossEntropy
+from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, make_optimizer
+from nmt.training.state import TrainState
+from nmt.training.validation import DevSet, validate
+
+log = logging.getLogger(__name__)
+
+
+class Stop:
+    """Remembers a SIGTERM/SIGINT (what SLURM sends before the walltime kill) until the next step."""
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+
+    def __enter__(self) -> "Stop":
+        self.previous = {s: signal.signal(s, self._handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        self.signal = signum
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+
+
+def train(
+    model_options: dict[str, Any],
+    config: TrainConfig,
+    train_data: str | Path | tuple[list[str | Path], list[str | Path]],
+    dev_src: str | Path,
+    dev_ref: str | Path,
+    src_spm: str | Path,
+    trg_spm: str | Path,
+    model_dir: str | Path,
+    meta: ModelMeta | None = None,
+) -> dict[str, Any]:
+    """Train a model and write ``model_dir/{model.pt,src.model,trg.model,meta.json,summary.json,train.tsv,valid.tsv}``.
+
+    ``train.tsv`` and ``valid.tsv`` (and with ``config.tensorboard`` the event files in
+    ``model_dir/tensorboard``) grow a row per log line and per validation (:class:`nmt.training.curves.Curves`).
+
+    Interrupted runs resume from ``model_dir/checkpoints/last.pt`` with the same optimizer,
+    schedule, random state and position in the epoch, so they end where an uninterrupted run
+    would. SIGTERM saves that checkpoint and exits with a message.
+
+    Under ``torchrun`` (see :mod:`nmt.training.distributed`) every process trains on its share of each
+    batch with DistributedDataParallel; rank 0 validates, logs and writes the files.
+
+    :param model_options: ``arch``, ``size`` and architecture keys (see :func:`nmt.models.seq2seq.build_model`)
+    :param config: training settings
+    :param train_data: the prefix of a binarized training set (:func:`nmt.data.binarize.binarize`), or
+        (source files, target files) of aligned text, which rank 0 binarizes into ``model_dir/train`` first
+    :param meta: languages and normalization of the training data, for ``meta.json`` (see
+        :func:`nmt.decoding.translation.write_meta`)
+    :return: the summary written to ``summary.json``
+    """
+    model_dir = Path(model_dir)
+    ckpt_dir = model_dir / "checkpoints"
+    device = get_device(config.device)
+    world = init_world(device.type)
+    try:
+        if device.type == "cuda" and world.size > 1:
+            device = torch.device("cuda", world.local_rank)
+            torch.cuda.set_device(device)
+        if not world.is_main:
+            logging.getLogger("nmt").setLevel(logging.WARNING)
+        if world.is_main:
+            ckpt_dir.mkdir(parents=True, exist_ok=True)
+        summary = _train(model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir,
+                         device, world)  # fmt: skip
+        if world.is_main:
+            write_meta(model_dir, meta)
+        world.barrier()  # gloo aborts a process whose peer tears the group down first
+        return summary
+    finally:
+        close_world(world)
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """What stays fixed while a model trains; what changes, and ``last.pt`` holds, is a :class:`TrainState`."""
+
+    config: TrainConfig
+    world: World
+    device: torch.device
+    ckpt_dir: Path
+    data: BinarizedData  # the training set, memory-mapped
+    dev: DevSet
+    trained: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
+    criterion: LabelSmoothedCrossEntropy
+    scaler: torch.amp.GradScaler  # loss scaling for float16 (GPUs without bfloat16), else a pass-through
+    curves: Curves | None  # rank 0 only
+
+    @property
+    def last(self) -> Path:
+        return self.ckpt_dir / "last.pt"
+
+
+def _train(
+    model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+) -> dict[str, Any]:
+    """:func:`train` in one process of ``world``: start or resume, train, validate last, average, finish."""
+    trainer, state = _start(
+        model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+    )
+    with Stop() as stop:
+        train_epochs(trainer, state, stop)
+        if not state.history or state.history[-1]["step"] != state.progress["step"]:  # max_epochs between validations
+            validate_and_keep_best(trainer, state)
+        keep_snapshot(trainer, state)
+        state.save(trainer.last, world)
+    if trainer.curves:
+        trainer.curves.close()
+    summary = None
+    if world.is_main:
+        averaged = average_last(trainer, state) if config.average_last else None
+        summary = _finish(model_dir, trainer, state, src_spm, trg_spm, averaged)
+    return world.broadcast(summary)
+
+
+def _start(
+    model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+) -> tuple[Trainer, TrainState]:
+    """Seed, load the subword models and the data, build the model and its optimizer, resume from ``last.pt``."""
+    ckpt_dir = model_dir / "checkpoints"
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    random.seed(config.seed)
+    src_sp, trg_sp = load_subword(src_spm), load_subword(trg_spm)
+    shared_vocab = src_sp.serialized_model_proto() == trg_sp.serialized_model_proto()
+    if not isinstance(train_data, (str, Path)):  # text: encoded again at every start, by rank 0 only
+        text, train_data = train_data, model_dir / "train"
+        if world.is_main:
+            binarize(*text, src_spm, trg_spm, train_data, config.max_length, max(1, config.threads))
+        world.barrier()
+    data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
+    dev = DevSet.load(dev_src, dev_ref, src_sp, trg_sp)
+    get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation
+    log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
+    if world.size > 1:
+        log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
+
+    model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
+    last = ckpt_dir / "last.pt"
+    if config.init_from is not None and not last.exists():  # a resumed run has its own weights
+        init_weights(model, config.init_from, src_spm, trg_spm, device)
+    if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
+        torch.manual_seed(config.seed + world.rank)
+    state = TrainState(model, make_optimizer(model, config))
+    if last.exists():
+        state.restore(last, device, world, config.seed)
+    curves = None
+    if world.is_main:
+        curves = Curves(model_dir, state.train_log, state.history, state.progress["step"], config.tensorboard)
+    trained = model
+    if world.size > 1:
+        trained = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
+    criterion, scaler = LabelSmoothedCrossEntropy(config.label_smoothing), grad_scaler(device, config.bf16)
+    return Trainer(config, world, device, ckpt_dir, data, dev, trained, criterion, scaler, curves), state
+
+
+def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
+    """Update from the state's position until early stopping, ``max_steps``, ``max_epochs`` or annealing ends it."""
+    config, progress = trainer.config, state.progress
+    state.model.train()
+    done = (
+        progress["bad_evals"] >= config.patience
+        or progress["step"] >= config.max_steps
+        or is_annealed_out(progress, config)
+    )
+    window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}  # since the last log line
+    while not done and progress["epoch"] <= config.max_epochs:
+        batches = token_batches(
+            trainer.data.src.lengths, trainer.data.trg.lengths, config.batch_tokens, config.seed, progress["epoch"]
+        )
+        # One update consumes accum_steps batches; resume skips the batches already consumed.
+        while progress["batch"] + config.accum_steps <= len(batches):
+            tick = time.perf_counter()
+            group = [batches[progress["batch"] + i] for i in range(config.accum_steps)]
+            loss_sum, n_tokens, lr = update(trainer, state, group)
+            progress["step"] += 1
+            progress["batch"] += config.accum_steps
+            progress["tokens"] += n_tokens
+            progress["train_seconds"] += time.perf_counter() - tick
+            window["loss"] += loss_sum
+            window["tokens"] += n_tokens
+            after_update(trainer, state, window, lr, len(batches), stop)
+            if progress["bad_evals"] >= config.patience or progress["step"] >= config.max_steps:
+                done = True
+                break
+            if is_annealed_out(progress, config):
+                log.info("learning rate below min_lr %.1e: training stops", config.min_lr)
+                done = True
+                break
+        if not done:
+            progress["epoch"] += 1
+            progress["batch"] = 0
+
+
+def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tuple[float, int, float]:
+    """One optimizer update on the ``accum_steps`` batches of ``group``, each shared among the processes.
+
+    The loss is a sum over the update's target tokens, divided by their number over all processes'
+    shares, so the gradient is the same for any number of processes.
+
+    :param group: sentence indices of each batch
+    :return: this process's summed loss, the update's target tokens (all processes), the learning rate
+    """
+    config, world, optimizer, scaler = trainer.config, trainer.world, state.optimizer, trainer.scaler
+    optimizer.zero_grad(set_to_none=True)
+    n_tokens = int(sum(trainer.data.trg.lengths[indices].sum() for indices in group))  # EOS included
+    loss_sum = 0.0
+    for i, indices in enumerate(group):
+        share, weight = shard(indices, world), world.size / n_tokens
+        if len(share) == 0:  # fewer sentences than processes: take part in the all-reduce with 0
+            share, weight = indices[:1], 0.0
+        batch = make_batch(trainer.data, share).to(trainer.device)
+        # DDP averages gradients over processes; the all-reduce runs on the last batch only.
+        sync = i == len(group) - 1 or world.size == 1
+        with contextlib.nullcontext() if sync else trainer.trained.no_sync():
+            loss = batch_loss(trainer, batch)
+            scaler.scale(loss * weight).backward()
+        if weight:
+            loss_sum += float(loss.detach())
+    scaler.unscale_(optimizer)  # clipping and the update see the true gradients
+    if config.clip_norm > 0:
+        torch.nn.utils.clip_grad_norm_(state.model.parameters(), config.clip_norm)
+    lr = get_lr(state.progress["step"] + 1, config, state.progress["lr_scale"])
+    for param_group in optimizer.param_groups:
+        param_group["lr"] = lr
+    scaler.step(optimizer)  # optimizer.step(), skipped when float16 gradients overflowed
+    scaler.update()
+    return loss_sum, n_tokens, lr
+
+
+def batch_loss(trainer: Trainer, batch: Batch) -> torch.Tensor:
+    """The label-smoothed loss of ``batch`` summed over its target tokens, a scalar.
+
+    Only the loss leaves: the logits (B, T, V), the largest tensor of a step, are freed before the
+    backward pass, which needs only the log-probabilities that the loss saved.
+    """
+    with autocast(trainer.device, trainer.config.bf16):
+        logits = trainer.trained(batch.src, batch.trg_in)  # (B, T, V)
+    loss, _ = trainer.criterion(logits, batch.trg_out)
+    return loss
+
+
+def after_update(
+    trainer: Trainer, state: TrainState, window: dict[str, float], lr: float, epoch_batches: int, stop: Stop
+) -> None:
+    """Log, validate and save a checkpoint where their intervals say; on a signal save ``last.pt`` and stop."""
+    config, step = trainer.config, state.progress["step"]
+    if step % config.log_every == 0:
+        log_train(trainer, state, window, lr, epoch_batches)
+    if step % config.valid_every == 0 or step >= config.max_steps:
+        validate_and_keep_best(trainer, state)
+        anneal_on_plateau(state.progress, state.history[-1]["loss"], config)
+        window["start"] = time.perf_counter()
+    if step % config.checkpoint_every == 0:
+        keep_snapshot(trainer, state)  # before last.pt: a crash between the two redoes this step identically
+        state.save(trainer.last, trainer.world)
+        log.info("checkpoint at step %d: %s", step, trainer.last)
+    if trainer.world.any(stop.signal is not None):
+        state.save(trainer.last, trainer.world)
+        raise TrainingError(
+            f"training stopped by signal {stop.signal or signal.SIGTERM} at step {step}; "
+            f"checkpoint saved to {trainer.last}; run the same command again to resume"
+        )
+
+
+def log_train(trainer: Trainer, state: TrainState, window: dict[str, float], lr: float, epoch_batches: int) -> None:
+    """Add the mean loss of the updates in ``window`` to ``train.tsv`` and log it with the time left; restart it.
+
+    :param epoch_batches: batches of this epoch, to estimate the updates left
+    """
+    progress, config = state.progress, trainer.config
+    elapsed = time.perf_counter() - window["start"]
+    window["loss"] = trainer.world.sum([window["loss"]])[0]
+    state.train_log.append({
+        "step": progress["step"], "epoch": progress["epoch"], "loss": window["loss"] / window["tokens"], "lr": lr,
+        "tokens_per_second": window["tokens"] / elapsed,
+    })  # fmt: skip
+    if trainer.curves:
+        trainer.curves.add_train(state.train_log[-1])
+    eta = elapsed / config.log_every * updates_left(progress, config, epoch_batches)
+    log.info(
+        "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s | elapsed %s | ETA %s",
+        progress["step"], progress["epoch"], window["loss"] / window["tokens"], lr, window["tokens"] / elapsed,
+        format_duration(progress["train_seconds"]), format_duration(eta),
+    )  # fmt: skip
+    window.update(loss=0.0, tokens=0, start=time.perf_counter())
+
+
+def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
+    """Score the dev set (rank 0), add the scores to ``valid.tsv``, and save ``best.pt`` if ``valid_metric``
+    improved; else count a validation without gain (early stopping)."""
+    config, progress = trainer.config, state.progress
+    world = trainer.world
+    scores = world.broadcast(validate(state.model, trainer.dev, config, trainer.device) if world.is_main else None)
+    state.history.append({"step": progress["step"], **scores})
+    if trainer.curves:
+        trainer.curves.add_valid(state.history[-1])
+    metric, best = scores[config.valid_metric], progress["best"]
+    if best is None or (metric > best if config.valid_metric == "bleu" else metric < best):
+        progress["best"], progress["bad_evals"] = metric, 0
+        if trainer.world.is_main:
+            save_checkpoint(trainer.ckpt_dir / "best.pt", state.weights())
+    else:
+        progress["bad_evals"] += 1
+    log.info(
+        "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | best %s %.3f (%d without gain)",
+        progress["step"], scores["loss"], scores["ppl"], scores["bleu"], config.valid_metric, progress["best"],
+        progress["bad_evals"],
+    )  # fmt: skip
+
+
+def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
+    """Keep this step's weights for averaging (rank 0, with ``average_last``)."""
+    if trainer.config.average_last and trainer.world.is_main:
+        state.save_snapshot(trainer.ckpt_dir, trainer.config.average_last, trainer.config.checkpoint_every)
+
+
+def updates_left(progress: dict[str, Any], config: TrainConfig, epoch_batches: int) -> int:
+    """Updates until ``max_steps`` or ``max_epochs``, whichever comes first (later epochs taken to be as
+    long as this one, of ``epoch_batches`` batches); early stopping can end training sooner."""
+    per_epoch = epoch_batches // config.accum_steps
+    by_epochs = (epoch_batches - progress["batch"]) // config.accum_steps
+    by_epochs += (config.max_epochs - progress["epoch"]) * per_epoch
+    return max(0, min(config.max_steps - progress["step"], by_epochs))
+
+
+def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
+    """Load into the model the mean of the last ``average_last`` kept snapshots and score it on the dev set.
+
+    :return: ``steps`` (the snapshots'), ``checkpoint`` (``spec`` and the averaged ``model``) and ``valid`` (its scores)
+    """
+    config, model = trainer.config, state.model
+    steps, weights = average_snapshots(trainer.ckpt_dir, state.progress["step"], config.average_last)
+    model.load_state_dict(weights)
+    valid = validate(model, trainer.dev, config, trainer.device)
+    log.info(
+        "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f (best checkpoint: %s %.3f)",
+        steps, valid["loss"], valid["ppl"], valid["bleu"], config.valid_metric, state.progress["best"],
+    )  # fmt: skip
+    return {"steps": steps, "checkpoint": {"spec": model.spec, "model": weights}, "valid": valid}
+
+
+def init_weights(
+    model: Seq2Seq, init_from: str | Path, src_spm: str | Path, trg_spm: str | Path, device: torch.device
+) -> None:
+    """Load the weights of the model directory ``init_from`` into ``model``, for fine-tuning.
+
+    Only the weights: the optimizer and the learning-rate schedule start anew.
+
+    :raises ConfigError: if the subword models (compared by sha256) or the architecture differ
+    """
+    init_from = Path(init_from)
+    ckpt = read_model_file(init_from, device)
+    for side in differing_subword_models(init_from, src_spm, trg_spm):
+        ours, theirs = (src_spm, init_from / SRC_SPM) if side == "source" else (trg_spm, init_from / TRG_SPM)
+        raise ConfigError(
+            f"training.init_from: {theirs} is not the {side} subword model {ours} of this run "
+            "(fine-tuning needs the same vocabularies)"
+        )
+    spec = ckpt["spec"]
+    if spec["arch"] != model.spec["arch"]:
+        raise ConfigError(f"training.init_from: {init_from} holds a {spec['arch']}, not a {model.spec['arch']}")
+    differ = [
+        f"{key} {spec['config'].get(key)!r} != {value!r}"
+        for key, value in model.spec["config"].items()
+        if key != "dropout" and spec["config"].get(key) != value
+    ]
+    if differ:
+        raise ConfigError(f"training.init_from: {init_from} has another architecture ({', '.join(differ)})")
+    model.load_state_dict(ckpt["model"])
+    log.info("initialized the weights from %s (fine-tuning; new optimizer and schedule)", init_from)
+
+
+def _finish(
+    model_dir: Path,
+    trainer: Trainer,
+    state: TrainState,
+    src_spm: str | Path,
+    trg_spm: str | Path,
+    averaged: dict | None,
+) -> dict[str, Any]:
+    """Write the model (the average of the last checkpoints, else the best), the subword models and the
+    summary into ``model_dir``."""
+    config, model, progress, history = trainer.config, state.model, state.progress, state.history
+    best = trainer.ckpt_dir / "best.pt"
+    if not best.exists():
+        raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
+    write_model(model_dir, averaged["checkpoint"] if averaged else load_checkpoint(best), src_spm, trg_spm)
+    best_entry = (
+        max(history, key=lambda h: h["bleu"])
+        if config.valid_metric == "bleu"
+        else min(history, key=lambda h: h["loss"])
+    )
+    summary = {
+        "arch": model.spec["arch"],
+        "parameters": model.n_parameters(),
+        "steps": progress["step"],
+        "epochs": progress["epoch"],
+        "train_seconds": round(progress["train_seconds"], 1),
+        "train_tokens": progress["tokens"],
+        "tokens_per_second": round(progress["tokens"] / max(progress["train_seconds"], 1e-9), 1),
+        "device": str(trainer.device),
+        "processes": trainer.world.size,
+        "threads": torch.get_num_threads(),
+        "best_step": best_entry["step"],
+        "valid": best_entry,
+        "model": f"average of the last {len(averaged['steps'])} checkpoints" if averaged else "best checkpoint",
+        "config": model.spec["config"],
+    }
+    if averaged:
+        summary["averaged"] = {"steps": averaged["steps"], **averaged["valid"]}
+    write_text(model_dir / "summary.json", json.dumps(summary, indent=2))
+    log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
+    return summary

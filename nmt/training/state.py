@@ -1,0 +1,120 @@
+"""The state of a training run that ``last.pt`` holds, so that a resumed run ends where an uninterrupted one would."""
+
+import logging
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.checkpoint import TRAINING_KEYS, load_checkpoint, save_checkpoint, save_snapshot
+from nmt.errors import DataError
+from nmt.models.seq2seq import Seq2Seq
+from nmt.training.distributed import World
+
+log = logging.getLogger(__name__)
+
+
+def new_progress() -> dict[str, Any]:
+    """The counters of a run that has not started; a checkpoint saves and restores them as one dict."""
+    return {
+        "step": 0,  # updates done
+        "epoch": 1,
+        "batch": 0,  # batches of the epoch consumed
+        "best": None,  # the best valid_metric so far
+        "bad_evals": 0,  # validations since it last improved (early stopping)
+        "train_seconds": 0.0,
+        "tokens": 0,  # target tokens trained on
+        "lr_scale": 1.0,  # the annealing factors so far (anneal_on_plateau)
+        "best_dev_loss": None,  # what annealing compares with
+    }
+
+
+@dataclass
+class TrainState:
+    """Model, optimizer, schedule, position in the data, random state and best score of a training run.
+
+    The learning rate is a function of ``progress`` (``step``, ``lr_scale``; :func:`nmt.training.optimizer.get_lr`),
+    so it needs no state of its own. ``history`` and ``train_log`` are the rows of ``valid.tsv`` and
+    ``train.tsv``, which a resumed run writes anew (:class:`nmt.training.curves.Curves`).
+    """
+
+    model: Seq2Seq
+    optimizer: torch.optim.Optimizer
+    progress: dict[str, Any] = field(default_factory=new_progress)
+    history: list[dict[str, Any]] = field(default_factory=list)  # validations
+    train_log: list[dict[str, Any]] = field(default_factory=list)  # training loss every log_every updates
+
+    def weights(self) -> dict[str, Any]:
+        """What a model file holds (``best.pt``, ``model.pt``): the spec and the weights."""
+        return {"spec": self.model.spec, "model": self.model.state_dict()}
+
+    def save(self, path: Path, world: World) -> None:
+        """Write the state and every process's random state to ``path`` (rank 0 writes).
+
+        A collective (the random states are gathered): every process calls it at the same step.
+        """
+        rng = world.gather(_rng_state())
+        if world.is_main:
+            save_checkpoint(
+                path,
+                {
+                    "model": self.model.state_dict(),
+                    "optimizer": self.optimizer.state_dict(),
+                    "progress": self.progress,
+                    "history": self.history,
+                    "train_log": self.train_log,
+                    "rng": rng,
+                    "spec": self.model.spec,
+                },
+            )
+
+    def restore(self, path: Path, device: torch.device, world: World, seed: int) -> None:
+        """Continue from the checkpoint at ``path``, this process's random state included.
+
+        With another number of processes than the checkpoint's, the random state is seeded from ``seed``
+        and the step: the data order does not depend on it, only the dropout masks differ.
+
+        :raises DataError: if the checkpoint is unreadable or of a different model
+        """
+        ckpt = load_checkpoint(path, map_location=device, keys=TRAINING_KEYS)
+        if ckpt["spec"] != self.model.spec:
+            raise DataError(
+                f"{path}: checkpoint of a different model ({ckpt['spec']['arch']}, {ckpt['spec']['config']}); "
+                "delete the model directory to train from scratch"
+            )
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.progress = {**self.progress, **ckpt["progress"]}  # checkpoints of older versions lack some counters
+        self.history, self.train_log = ckpt["history"], ckpt.get("train_log", [])
+        rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
+        if len(rng) == world.size:
+            _set_rng_state(rng[world.rank])
+        else:
+            log.warning("resuming %d processes from a checkpoint of %d: random state re-seeded", world.size, len(rng))
+            torch.manual_seed(seed + world.rank + self.progress["step"])
+        progress = self.progress
+        log.info(
+            "resumed from %s at step %d (epoch %d, batch %d)", path, progress["step"], progress["epoch"],
+            progress["batch"],
+        )  # fmt: skip
+
+    def save_snapshot(self, ckpt_dir: Path, keep: int, every: int) -> None:
+        """Keep the weights of this step for averaging (:func:`nmt.checkpoint.save_snapshot`)."""
+        step = self.progress["step"]
+        save_snapshot(ckpt_dir, step, {**self.weights(), "step": step}, keep, every)
+
+
+def _rng_state() -> dict[str, Any]:
+    state = {"torch": torch.get_rng_state(), "python": list(random.getstate()[1])}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate((3, tuple(state["python"]), None))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

@@ -1,0 +1,82 @@
+"""Dev-set scores during training: per-token loss and perplexity, and BLEU as the test sets are scored."""
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import sentencepiece as spm
+import torch
+
+from nmt.atomic import read_lines
+from nmt.config import DecodeConfig, TrainConfig
+from nmt.data.batches import ParallelData, make_batch, token_batches
+from nmt.decoding.translation import translate_lines
+from nmt.device import autocast
+from nmt.evaluation.metrics import score_metric
+from nmt.models.seq2seq import Seq2Seq
+from nmt.training.loss import LabelSmoothedCrossEntropy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DevSet:
+    """The dev set as subword ids (for the loss) and as lines (to translate and score), with the subword models."""
+
+    data: ParallelData
+    src_lines: list[str]
+    ref_lines: list[str]
+    src_sp: spm.SentencePieceProcessor
+    trg_sp: spm.SentencePieceProcessor
+
+    @classmethod
+    def load(
+        cls, src: str | Path, ref: str | Path, src_sp: spm.SentencePieceProcessor, trg_sp: spm.SentencePieceProcessor
+    ) -> "DevSet":
+        """Read the source and reference files and encode them.
+
+        :raises DataError: naming the file if one is unreadable or the two differ in length
+        """
+        src_lines, ref_lines = read_lines(src), read_lines(ref)
+        data = ParallelData.from_lines(src_lines, ref_lines, src_sp, trg_sp, names=(str(src), str(ref)))
+        return cls(data, src_lines, ref_lines, src_sp, trg_sp)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+@torch.no_grad()
+def validate(model: Seq2Seq, dev: DevSet, config: TrainConfig, device: torch.device) -> dict[str, float]:
+    """Dev-set per-token loss and perplexity (teacher forcing), and BLEU as the test set is scored.
+
+    The dev set is translated by :func:`valid_search` and scored with the BLEU tokenizer of the
+    target language (:func:`nmt.evaluation.metrics.score_metric`, as for the test sets), so the checkpoint
+    is selected on the scale of the reported figure.
+
+    :return: ``loss``, ``ppl``, ``bleu``, and ``bleu_signature`` (sacreBLEU's, with the search appended)
+    """
+    model.eval()
+    criterion = LabelSmoothedCrossEntropy(0.0)
+    nll_sum, n_tokens = 0.0, 0
+    for indices in token_batches(dev.data.src.lengths, dev.data.trg.lengths, config.batch_tokens, seed=0, epoch=0):
+        batch = make_batch(dev.data, indices).to(device)
+        with autocast(device, config.bf16):
+            logits = model(batch.src, batch.trg_in)
+        _, nll = criterion(logits, batch.trg_out)
+        nll_sum, n_tokens = nll_sum + float(nll), n_tokens + batch.n_trg_tokens
+    search = valid_search(config)
+    hyps = translate_lines(model, dev.src_sp, dev.trg_sp, dev.src_lines, search, device, config.bf16)
+    bleu, signature = score_metric("bleu", hyps, dev.ref_lines, config.trg_lang)
+    signature = f"{signature}|search:{search.describe()}"
+    log.info("dev BLEU %.2f, sacreBLEU %s", bleu, signature)
+    model.train()
+    loss = nll_sum / max(n_tokens, 1)
+    return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bleu": bleu, "bleu_signature": signature}
+
+
+def valid_search(config: TrainConfig) -> DecodeConfig:
+    """Greedy search for ``valid_beam_size`` 1, else beam search with the test-set defaults (length penalty 1)."""
+    if config.valid_beam_size == 1:
+        return DecodeConfig(method="greedy")
+    return DecodeConfig(method="beam", beam_size=config.valid_beam_size)

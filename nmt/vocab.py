@@ -1,0 +1,8 @@
+"""The vocabulary's fixed special ids, which every stage and architecture shares, and the back-translation tag."""
+
+# Every sentencepiece model of this toolkit is trained with these ids (nmt.data.subword), so models,
+# batches, search and the CTranslate2 export agree without reading a vocabulary file.
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SPECIAL_IDS = {"pad_id": PAD, "unk_id": UNK, "bos_id": BOS, "eos_id": EOS}
+# Marks back-translated sources (Caswell et al. 2019); always one piece, so tagging needs no new vocabulary.
+BT_TAG = "<BT>"

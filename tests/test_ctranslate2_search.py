@@ -1,0 +1,57 @@
+"""runtime ctranslate2: CTranslate2's greedy search writes ours, token for token, through translate_file."""
+
+import pytest
+from conftest import make_toy_corpus
+
+from nmt.config import DecodeConfig
+from nmt.decoding.translation import translate_file
+from nmt.errors import ConfigError
+
+pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+
+
+def _translate(model_dirs, src, tmp_path, name, **options) -> list[str]:
+    hyp = tmp_path / f"{name}.hyp"
+    translate_file(model_dirs, src, hyp, DecodeConfig(**options), device="cpu")
+    return hyp.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+@pytest.mark.parametrize(("max_len_a", "max_len_b"), [(1.5, 10), (0.5, 1)])
+def test_greedy_equals_ours(trained_model, tmp_path, max_len_a, max_len_b):
+    """(0.5, 1) cuts most outputs at limits that differ within a batch (one CTranslate2 limit per batch)."""
+    model_dir, _ = trained_model
+    lines, _ = make_toy_corpus(300, seed=13)
+    lines[5] = lines[77] = ""  # empty lines give empty lines
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    options = {"method": "greedy", "max_len_a": max_len_a, "max_len_b": max_len_b, "batch_size": 50}
+    ours = _translate([model_dir], src, tmp_path, "torch", **options)
+    ct2 = _translate([model_dir], src, tmp_path, "ct2", runtime="ctranslate2", **options)
+    assert len(ct2) == len(lines) and ct2[5] == ct2[77] == ""
+    assert ct2 == ours
+    if max_len_b == 1:
+        assert len({len(h.split()) for h in ct2}) > 2  # limits differ, and outputs were cut to them
+
+
+@pytest.mark.parametrize("topk", [0, 5])
+def test_sampling_is_seeded(trained_model, tmp_path, topk):
+    model_dir, _ = trained_model
+    lines, _ = make_toy_corpus(100, seed=14)
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    options = {"method": "sample", "sampling_topk": topk, "runtime": "ctranslate2"}
+    first = _translate([model_dir], src, tmp_path, "a", seed=3, **options)
+    assert first == _translate([model_dir], src, tmp_path, "b", seed=3, **options)
+    assert first != _translate([model_dir], src, tmp_path, "c", seed=4, **options)
+    assert len(first) == 100 and all(first)
+
+
+def test_beam_and_ensembles_are_refused(trained_model, tmp_path):
+    model_dir, _ = trained_model
+    with pytest.raises(ConfigError, match=r"^decoding\.runtime: ctranslate2 runs method greedy or sample"):
+        DecodeConfig(runtime="ctranslate2").check("decoding")
+    src = tmp_path / "src.txt"
+    src.write_text("a b\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="one model, not an ensemble of 2"):
+        config = DecodeConfig(method="greedy", runtime="ctranslate2")
+        translate_file([model_dir, model_dir], src, tmp_path / "hyp", config)

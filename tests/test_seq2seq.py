@@ -1,0 +1,100 @@
+"""Every architecture: shapes, the incremental step contract, causality, over-fitting one batch."""
+
+import pytest
+import torch
+from conftest import ARCHS, stepwise_logits, tiny_model
+
+from nmt.models.seq2seq import reorder_state
+from nmt.training.loss import LabelSmoothedCrossEntropy
+from nmt.vocab import BOS, EOS, PAD
+
+V = 40
+
+
+def toy_batch(B=3, S=7, T=6, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, V, (B, S), generator=g)
+    src[:, -1] = EOS
+    src[0, 4:] = PAD  # a shorter sentence: padding must not matter
+    src[0, 3] = EOS
+    trg_in = torch.randint(4, V, (B, T), generator=g)
+    trg_in[:, 0] = BOS
+    return src, trg_in
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_shapes(arch):
+    model = tiny_model(arch, V)
+    src, trg_in = toy_batch()
+    assert model(src, trg_in).shape == (3, 6, V)
+    logits, state = model.step(trg_in[:, 0], model.init_state(src))
+    assert logits.shape == (3, V)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_incremental_steps_equal_teacher_forcing(arch):
+    model = tiny_model(arch, V)
+    src, trg_in = toy_batch()
+    full = model(src, trg_in)
+    torch.testing.assert_close(stepwise_logits(model, src, trg_in), full, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_reordered_state_follows_the_hypotheses(arch):
+    model = tiny_model(arch, V)
+    src, trg_in = toy_batch()
+    state = model.init_state(src)
+    _, state = model.step(trg_in[:, 0], state)
+    index = torch.tensor([2, 0, 0])
+    reordered = reorder_state(state, index)
+    logits_a, _ = model.step(trg_in[index, 1], reordered)
+    logits_b, _ = model.step(trg_in[:, 1], state)
+    torch.testing.assert_close(logits_a, logits_b[index], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_decoder_never_sees_future_tokens(arch):
+    model = tiny_model(arch, V)
+    src, trg_in = toy_batch()
+    changed = trg_in.clone()
+    changed[:, 4:] = (changed[:, 4:] + 1) % V
+    a, b = model(src, trg_in), model(src, changed)
+    torch.testing.assert_close(a[:, :4], b[:, :4])
+    assert not torch.allclose(a[:, 4:], b[:, 4:])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_padding_does_not_change_the_output(arch):
+    model = tiny_model(arch, V)
+    src, trg_in = toy_batch()
+    alone = model(src[:1, :4], trg_in[:1])
+    torch.testing.assert_close(model(src, trg_in)[:1], alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_one_batch_can_be_overfitted(arch):
+    torch.manual_seed(0)
+    model = tiny_model(arch, V).train()
+    src, trg_in = toy_batch(B=4)
+    trg_out = torch.cat([trg_in[:, 1:], torch.full((4, 1), EOS)], dim=1)
+    criterion = LabelSmoothedCrossEntropy(0.0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(150):
+        optimizer.zero_grad()
+        loss, _ = criterion(model(src, trg_in), trg_out)
+        (loss / trg_out.numel()).backward()
+        optimizer.step()
+        losses.append(float(loss.detach()) / trg_out.numel())
+    assert losses[-1] < 0.1 * losses[0]
+
+
+@pytest.mark.parametrize("norm", ["pre", "post"])
+def test_transformer_norm_options_and_tied_embeddings(norm):
+    model = tiny_model("transformer", V, norm=norm)
+    assert model.decoder.output.weight is model.decoder.embedding.tokens.weight
+    assert model.encoder.embedding is model.decoder.embedding
+    untied = tiny_model("transformer", V, norm=norm, tie_output=False, share_embeddings=False)
+    assert untied.decoder.output.weight is not untied.decoder.embedding.tokens.weight
+    assert untied.encoder.embedding is not untied.decoder.embedding
+    assert untied.n_parameters() == model.n_parameters() + 2 * V * 64
