@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +27,44 @@ def snakemake(*args, workdir: Path = REPO, timeout: int = 900) -> subprocess.Com
     return subprocess.run(
         [*SNAKEMAKE, "--directory", str(workdir), *args], capture_output=True, text=True, timeout=timeout
     )
+
+
+def planned_jobs(workdir: Path, *overrides: str) -> Counter:
+    """Rule -> jobs of a dry run with the ``--config`` values ``overrides`` (besides the mirror)."""
+    out = snakemake("-n", "--config", f"mirror={MIRROR}", *overrides, workdir=workdir)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return Counter(re.findall(r"^(?:local)?rule (\w+):", out.stdout, flags=re.M))
+
+
+# After the tiny run: a changed setting reruns exactly the jobs that depend on it, and what follows them.
+SCORING = {"score_translations": 0, "significance": 1, "collect_scores": 1, "all": 1}
+RERUNS = {
+    # The Transformer's trainings (2 seeds x baseline and 2 variants), their translations (with the ensembles)
+    "models={transformer: {training: {max_steps: 41}}}": {
+        "train_model": 6, "translate_test": 9, **SCORING, "score_translations": 9, "plot_learning_curves": 6,
+        "plot_comparison": 1,
+    },
+    "decoding={beam_size: 3}": {"translate_test": 15, **SCORING, "score_translations": 15},
+    # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
+    "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
+        "backtranslate_part": 3, "build_synthetic_corpus": 1, "binarize_corpus": 1, "train_model": 2,
+        "translate_test": 3, **SCORING, "score_translations": 3, "plot_learning_curves": 2, "plot_comparison": 1,
+    },
+}  # fmt: skip
+
+
+def check_reruns(workdir: Path) -> None:
+    """Every setting of a rule is recorded: changing one reruns its jobs and what follows, nothing else."""
+    for override, jobs in RERUNS.items():
+        assert planned_jobs(workdir, override) == Counter(jobs), override
+    subword = planned_jobs(workdir, "subword={vocab_size: 301}")
+    assert subword["train_subword"] == 1 and subword["train_model"] == 10 and subword["train_reverse_model"] == 1
+    assert not subword.keys() & {"download_corpus", "clean_corpus", "clean_monolingual", "split_monolingual"}
+    cleaning = planned_jobs(workdir, "cleaning={max_ratio: 8.5}")
+    assert cleaning["clean_corpus"] == 1 and cleaning["clean_monolingual"] == 1 and cleaning["train_model"] == 10
+    assert not cleaning.keys() & {"download_corpus", "prepare_eval_set"}
+    # The job's threads are not a setting of the experiment: fewer cores rerun nothing.
+    assert planned_jobs(workdir, "--cores", "1") == Counter()
 
 
 def test_lint():
@@ -287,6 +326,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     # Everything is up to date: a second run has nothing to do.
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
+    check_reruns(workdir)
     # Snakemake's HTML report: the tables, learning curves and cleaning reports, with the runtimes.
     report = snakemake("--report", "report.html", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert report.returncode == 0, report.stderr[-3000:]
