@@ -54,7 +54,7 @@ from toolkits.task import SIZES, Setup, Task, prepare_multi30k, prepare_syntheti
 from nmt.atomic import write_text
 
 # --updates by --size: small's 300 updates keep 3 repeats of every system, with a 10-minute budget, near
-# 2 hours on 2 CPU cores (issue 19, measured on the README's AMD EPYC machine).
+# 2 hours on 2 CPU cores (issue 19, measured on the AMD EPYC machine of benchmarks/README.md).
 DEFAULT_UPDATES = {"tiny": 1000, "small": 300}
 TRAINING_SYSTEMS = ["ours", "ours-bf16", "joeynmt", "opennmt", "fairseq"]
 

@@ -1,6 +1,6 @@
 """Every bad input of the workflow, config and cleaning side: one line naming the file or key, or a counted drop.
 
-The table :data:`CASES` has one row per input (README: "Bad input"); each row runs the real code on a
+The table :data:`CASES` has one row per input (docs/configuration.md: "Bad input"); each row runs the real code on a
 real bad file or config and checks the one line it gives.
 """
 

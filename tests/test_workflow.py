@@ -412,15 +412,15 @@ print(json.dumps(rules))
 """
 
 
-def readme_results_paths() -> list[tuple[str, str]]:
-    """(path, content) of each row of the README's table "Results path scheme"."""
-    section = (REPO / "README.md").read_text().split("## Results path scheme")[1].split("\n## ")[0]
+def documented_results_paths() -> list[tuple[str, str]]:
+    """(path, content) of each row of the table "Results path scheme" in docs/results.md."""
+    section = (REPO / "docs" / "results.md").read_text().split("## Results path scheme")[1].split("\n## ")[0]
     rows = [line.split(" | ", 1) for line in section.splitlines() if line.startswith("| `results/")]
     return [(path.removeprefix("| ").strip("`"), content) for path, content in rows]
 
 
 def row_pattern(path: str, rule: str) -> re.Pattern:
-    """A README path as a regex over the rules' patterns: {a,b} is either, {N} the seed, {lang} a side of the pair,
+    """A documented path as a regex over the rules' patterns: {a,b} is either, {N} the seed, {lang} a side of the pair,
     {rule} the rule's name, … or * anything; a path ending in / holds everything below it."""
     parts = re.split(r"(\{[^}]*\}|…|\*)", path)
     regex = "".join(
@@ -442,20 +442,20 @@ def row_files(path: str, content: str) -> list[str]:
     return [path] + [path + name if name.startswith(".") else folder + name for name in names]
 
 
-def test_readme_results_paths_match_the_rules(tmp_path):
+def test_documented_results_paths_match_the_rules(tmp_path):
     (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
     out = subprocess.run(
         [sys.executable, "-c", RULE_PATHS, str(REPO / "Snakefile")], capture_output=True, text=True, cwd=tmp_path
     )
     assert out.returncode == 0, out.stderr[-3000:]
     rules = json.loads(out.stdout.splitlines()[-1])
-    rows = readme_results_paths()
+    rows = documented_results_paths()
     assert len(rows) > 20
-    # Every file a rule writes is a row of the README (or a file that a row's description names).
+    # Every file a rule writes is a row of docs/results.md (or a file that a row's description names).
     for rule, paths in rules.items():
         for file in paths["files"]:
             patterns = [row_pattern(p, rule) for path, content in rows for p in row_files(path, content)]
-            assert any(p.fullmatch(file) for p in patterns), f"{file} (rule {rule}) is not in the README's table"
+            assert any(p.fullmatch(file) for p in patterns), f"{file} (rule {rule}) is not in docs/results.md's table"
     # Every row is written by a rule: it matches one of its files, or lies in a folder a rule writes or fills.
     for path, _ in rows:
         written = [
@@ -464,7 +464,7 @@ def test_readme_results_paths_match_the_rules(tmp_path):
             if any(row_pattern(path, rule).fullmatch(f) for f in paths["files"])
             or any(path.startswith(folder + "/") for folder in paths["folders"])
         ]
-        assert written, f"README row {path} is written by no rule"
+        assert written, f"docs/results.md row {path} is written by no rule"
     # The header of the Snakefile lists the same paths.
     header = (REPO / "Snakefile").read_text().split("\n\n")[0].splitlines()
     listed = ["results/" + line[4:].split()[0].replace("...", "…") for line in header if re.match(r"#   \S", line)]
