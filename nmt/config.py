@@ -194,7 +194,10 @@ class TrainConfig:
 
     - ``optimizer``: ``adam`` (Kingma and Ba; ``adam_betas``, ``adam_eps``) or ``nesterov``: SGD with
       Nesterov momentum ``momentum``, as Gehring et al. (2017) trained ConvS2S.
-    - ``lr_schedule``: ``inverse_sqrt`` (linear warmup, then 1/sqrt(step), Vaswani et al. 2017) or
+    - ``max_minutes``: a training-time budget (validation not counted) beside ``max_steps``; training
+      stops at whichever ends first, and ``linear``/``cosine`` decay over it.
+    - ``lr_schedule``: ``linear`` or ``cosine`` (linear warmup, then decay to zero where the budget ends:
+      ``max_steps`` or ``max_minutes``), ``inverse_sqrt`` (linear warmup, then 1/sqrt(step), Vaswani et al. 2017) or
       ``anneal_on_plateau`` (linear warmup, then constant; multiplied by ``anneal_factor`` after each
       validation whose dev perplexity is no better than the best so far; training stops once the rate
       falls below ``min_lr``, Gehring et al. 2017).
@@ -206,11 +209,12 @@ class TrainConfig:
     batch_tokens: int = 4096
     accum_steps: int = 1
     max_steps: int = 10000
+    max_minutes: float | None = None
     max_epochs: int = 100
     max_length: int = 128
     optimizer: Literal["adam", "nesterov"] = "adam"
     lr: float = 7e-4
-    lr_schedule: Literal["inverse_sqrt", "anneal_on_plateau"] = "inverse_sqrt"
+    lr_schedule: Literal["inverse_sqrt", "anneal_on_plateau", "linear", "cosine"] = "inverse_sqrt"
     warmup_steps: int = 1000
     anneal_factor: float = 0.1
     min_lr: float = 1e-4
@@ -254,6 +258,7 @@ class TrainConfig:
             checkpoint_every=self.checkpoint_every,
             min_lr=self.min_lr,
             average_last=self.average_last,
+            max_minutes=self.max_minutes,
         )
         if not 0 < self.anneal_factor < 1:
             raise ConfigError(f"{where}.anneal_factor: must be in (0, 1), got {self.anneal_factor}")

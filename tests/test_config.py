@@ -44,7 +44,7 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (CorpusConfig, {"url": "a.txt", "member": "m", "tsv_columns": {"en": 0}}, "member and tsv_columns exclude"),
         (CleanConfig, {"min_alpha": 1.5}, "train.min_alpha: must be in [0, 1]"),
         (TrainConfig, {"optimizer": "sgd"}, "train.optimizer: 'sgd' is not one of 'adam', 'nesterov'"),
-        (TrainConfig, {"lr_schedule": "cosine"}, "train.lr_schedule: 'cosine' is not one of 'inverse_sqrt'"),
+        (TrainConfig, {"lr_schedule": "step"}, "train.lr_schedule: 'step' is not one of 'inverse_sqrt'"),
         (TrainConfig, {"anneal_factor": 1.0}, "train.anneal_factor: must be in (0, 1), got 1.0"),
         (TrainConfig, {"momentum": 1}, "train.momentum: must be in [0, 1), got 1.0"),
         (TrainConfig, {"average_last": 0}, "train.average_last: must be > 0, got 0"),

@@ -2,6 +2,7 @@
 
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -23,7 +24,7 @@ from nmt.errors import ConfigError, DataError
 from nmt.evaluation.metrics import score_corpus
 from nmt.model_dir import load_model
 from nmt.training.loop import train
-from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step
+from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step, spent
 
 
 def test_lr_schedule():
@@ -168,16 +169,43 @@ def test_nesterov_sgd_learns_the_toy_task(toy_corpus, toy_spm, tmp_path):
     assert optimizer["param_groups"][0]["nesterov"] and optimizer["param_groups"][0]["momentum"] == 0.99
 
 
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_decay_schedules_reach_zero_where_the_budget_ends(schedule):
+    """Warmup, then decay to zero at max_steps, or at max_minutes of training time if that comes first."""
+    config = TrainConfig(lr=1e-3, lr_schedule=schedule, warmup_steps=10, max_steps=100)
+    rates = [get_lr({"step": step, "train_seconds": 0.0}, config) for step in range(100)]
+    assert rates[0] == pytest.approx(1e-4)  # warmup: a tenth of the peak
+    assert max(rates) == rates[9] and rates[9] > 0.85e-3  # the peak after warmup
+    assert all(a >= b for a, b in zip(rates[9:], rates[10:], strict=False)) and rates[-1] < 1e-3 / 50
+    assert rates[54] == pytest.approx(1e-3 * (0.46 if schedule == "linear" else 0.5 * (1 + math.cos(math.pi * 0.54))))
+    timed = TrainConfig(lr=1e-3, lr_schedule=schedule, warmup_steps=10, max_steps=100, max_minutes=1.0)
+    assert get_lr({"step": 20, "train_seconds": 30.0}, timed) == pytest.approx(rates[50])  # half the minute
+    assert spent({"step": 20, "train_seconds": 60.0}, timed) == 1.0 == spent({"step": 100, "train_seconds": 1}, timed)
+
+
+def test_a_time_budget_stops_training_and_ends_the_schedule(toy_corpus, toy_spm, tmp_path):
+    summary = run_training(
+        toy_corpus, toy_spm, tmp_path, max_steps=100000, max_minutes=0.05, lr_schedule="linear", warmup_steps=0,
+        valid_every=10**6, log_every=1,
+    )  # fmt: skip
+    assert 1 < summary["steps"] < 100000 and 3.0 <= summary["train_seconds"] < 3.0 + 5
+    lrs = [float(line.split("\t")[3]) for line in (tmp_path / "train.tsv").read_text().splitlines()[1:]]
+    assert lrs == sorted(lrs, reverse=True) and lrs[-1] < lrs[0]  # decaying with the time spent
+    valid = (tmp_path / "valid.tsv").read_text().splitlines()
+    assert valid[0].split("\t")[-1] == "seconds" and float(valid[-1].split("\t")[-1]) >= 3.0
+
+
 def test_anneal_on_plateau_divides_the_rate_and_stops_below_min_lr():
     config = TrainConfig(lr=0.25, lr_schedule="anneal_on_plateau", warmup_steps=0, min_lr=1e-3)
-    progress = {"lr_scale": 1.0, "best_dev_loss": None}
+    progress = {"step": 99, "lr_scale": 1.0, "best_dev_loss": None}
     rates = []
     for dev_loss in (3.0, 2.0, 2.0, 1.5, 1.6, 1.7):  # a plateau (equal is no gain), a gain, two losses
         anneal_on_plateau(progress, dev_loss, config)
-        rates.append(get_lr(100, config, progress["lr_scale"]))
+        rates.append(get_lr(progress, config))
     assert rates == pytest.approx([0.25, 0.25, 0.025, 0.025, 0.0025, 0.00025])
     assert progress["best_dev_loss"] == 1.5 and is_annealed_out(progress, config)
-    assert get_lr(1, TrainConfig(lr=0.25, lr_schedule="anneal_on_plateau", warmup_steps=4), 1.0) == 0.0625
+    first = {"step": 0, "lr_scale": 1.0}
+    assert get_lr(first, TrainConfig(lr=0.25, lr_schedule="anneal_on_plateau", warmup_steps=4)) == 0.0625
     inverse_sqrt = TrainConfig()
     anneal_on_plateau(progress := {"lr_scale": 1.0, "best_dev_loss": 1.0}, 2.0, inverse_sqrt)
     assert progress["lr_scale"] == 1.0 and not is_annealed_out(progress, inverse_sqrt)

@@ -11,7 +11,7 @@ from nmt.errors import DataError
 
 # The logs that training writes into a model directory, with their columns.
 TRAIN_COLUMNS = ["step", "epoch", "loss", "lr", "tokens_per_second"]
-VALID_COLUMNS = ["step", "loss", "ppl", "bleu"]
+VALID_COLUMNS = ["step", "loss", "ppl", "bleu"]  # and ``seconds`` (training time) since it was added
 
 
 def read_log(path: str | Path, columns: list[str]) -> pd.DataFrame:
@@ -23,7 +23,8 @@ def read_log(path: str | Path, columns: list[str]) -> pd.DataFrame:
         df = pd.read_csv(path, sep="\t")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise DataError(f"{path}: unreadable as a tab-separated table ({type(e).__name__})") from e
-    if list(df.columns) != columns:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
         raise DataError(f"{path}: expected columns {', '.join(columns)}, found {', '.join(map(str, df.columns))}")
     return df
 

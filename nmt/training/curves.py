@@ -8,7 +8,7 @@ from nmt.atomic import write_text
 from nmt.errors import ConfigError
 
 TRAIN_HEADER = "step\tepoch\tloss\tlr\ttokens_per_second\n"
-VALID_HEADER = "step\tloss\tppl\tbleu\n"
+VALID_HEADER = "step\tloss\tppl\tbleu\tseconds\n"  # seconds: training time so far (validation not counted)
 
 
 def train_row(h: dict[str, Any]) -> str:
@@ -16,7 +16,7 @@ def train_row(h: dict[str, Any]) -> str:
 
 
 def valid_row(h: dict[str, Any]) -> str:
-    return f"{h['step']}\t{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\n"
+    return f"{h['step']}\t{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\t{h.get('seconds', float('nan')):.1f}\n"
 
 
 class Curves:

@@ -29,7 +29,7 @@ from nmt.progress import format_duration
 from nmt.training.curves import Curves
 from nmt.training.distributed import World, close_world, init_world, shard
 from nmt.training.loss import LabelSmoothedCrossEntropy
-from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, make_optimizer
+from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, make_optimizer, spent
 from nmt.training.state import TrainState
 from nmt.training.validation import DevSet, validate
 
@@ -194,14 +194,11 @@ def _start(
 
 
 def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
-    """Update from the state's position until early stopping, ``max_steps``, ``max_epochs`` or annealing ends it."""
+    """Update from the state's position until early stopping, the budget (``max_steps``, ``max_minutes``),
+    ``max_epochs`` or annealing ends it."""
     config, progress = trainer.config, state.progress
     state.model.train()
-    done = (
-        progress["bad_evals"] >= config.patience
-        or progress["step"] >= config.max_steps
-        or is_annealed_out(progress, config)
-    )
+    done = progress["bad_evals"] >= config.patience or spent(progress, config) >= 1 or is_annealed_out(progress, config)
     window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}  # since the last log line
     while not done and progress["epoch"] <= config.max_epochs:
         batches = token_batches(
@@ -216,10 +213,12 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
             progress["batch"] += config.accum_steps
             progress["tokens"] += n_tokens
             progress["train_seconds"] += time.perf_counter() - tick
+            if config.max_minutes and trainer.world.size > 1:  # one clock for all: the schedule and the stop
+                progress["train_seconds"] = trainer.world.sum([progress["train_seconds"]])[0] / trainer.world.size
             window["loss"] += loss_sum
             window["tokens"] += n_tokens
             after_update(trainer, state, window, lr, len(batches), stop)
-            if progress["bad_evals"] >= config.patience or progress["step"] >= config.max_steps:
+            if progress["bad_evals"] >= config.patience or spent(progress, config) >= 1:
                 done = True
                 break
             if is_annealed_out(progress, config):
@@ -259,7 +258,7 @@ def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tupl
     scaler.unscale_(optimizer)  # clipping and the update see the true gradients
     if config.clip_norm > 0:
         torch.nn.utils.clip_grad_norm_(state.model.parameters(), config.clip_norm)
-    lr = get_lr(state.progress["step"] + 1, config, state.progress["lr_scale"])
+    lr = get_lr(state.progress, config)
     for param_group in optimizer.param_groups:
         param_group["lr"] = lr
     scaler.step(optimizer)  # optimizer.step(), skipped when float16 gradients overflowed
@@ -286,7 +285,7 @@ def after_update(
     config, step = trainer.config, state.progress["step"]
     if step % config.log_every == 0:
         log_train(trainer, state, window, lr, epoch_batches)
-    if step % config.valid_every == 0 or step >= config.max_steps:
+    if step % config.valid_every == 0 or spent(state.progress, config) >= 1:
         validate_and_keep_best(trainer, state)
         anneal_on_plateau(state.progress, state.history[-1]["loss"], config)
         window["start"] = time.perf_counter()
@@ -331,7 +330,7 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     config, progress = trainer.config, state.progress
     world = trainer.world
     scores = world.broadcast(validate(state.model, trainer.dev, config, trainer.device) if world.is_main else None)
-    state.history.append({"step": progress["step"], **scores})
+    state.history.append({"step": progress["step"], **scores, "seconds": round(progress["train_seconds"], 1)})
     if trainer.curves:
         trainer.curves.add_valid(state.history[-1])
     metric, best = scores[config.valid_metric], progress["best"]
@@ -360,7 +359,11 @@ def updates_left(progress: dict[str, Any], config: TrainConfig, epoch_batches: i
     per_epoch = epoch_batches // config.accum_steps
     by_epochs = (epoch_batches - progress["batch"]) // config.accum_steps
     by_epochs += (config.max_epochs - progress["epoch"]) * per_epoch
-    return max(0, min(config.max_steps - progress["step"], by_epochs))
+    left = min(config.max_steps - progress["step"], by_epochs)
+    if config.max_minutes and progress["step"]:  # at the pace so far
+        pace = progress["train_seconds"] / progress["step"]
+        left = min(left, int((60 * config.max_minutes - progress["train_seconds"]) / pace))
+    return max(0, left)
 
 
 def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:

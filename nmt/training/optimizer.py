@@ -1,5 +1,5 @@
-"""The optimizer and its learning rate: Adam or Nesterov SGD; inverse square root decay, or warmup and
-annealing on a plateau."""
+"""The optimizer and its learning rate: Adam or Nesterov SGD; warmup, then decay to zero over the budget (linear
+or cosine), inverse square root decay, or annealing on a plateau."""
 
 import logging
 import math
@@ -49,15 +49,31 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.O
     )
 
 
-def get_lr(step: int, config: TrainConfig, lr_scale: float) -> float:
-    """The learning rate of update ``step`` under ``config.lr_schedule``.
+def spent(progress: dict[str, Any], config: TrainConfig) -> float:
+    """The share of the training budget spent, in [0, 1]: the updates' share of ``max_steps`` or the training
+    time's share of ``max_minutes``, whichever is larger."""
+    share = progress["step"] / config.max_steps
+    if config.max_minutes:
+        share = max(share, progress["train_seconds"] / (60 * config.max_minutes))
+    return min(share, 1.0)
 
-    :param lr_scale: product of the annealing factors applied so far (``anneal_on_plateau``; else 1)
+
+def get_lr(progress: dict[str, Any], config: TrainConfig) -> float:
+    """The learning rate of the next update under ``config.lr_schedule``, from the run's ``progress``.
+
+    ``linear`` and ``cosine`` multiply the warmup by a decay that reaches zero where the budget ends
+    (:func:`spent`): a run that stops there has annealed, whatever its length. ``anneal_on_plateau``
+    multiplies the rate by the annealing factors so far (``progress["lr_scale"]``).
     """
+    step = progress["step"] + 1
     if config.lr_schedule == "inverse_sqrt":
         return lr_at_step(step, config.lr, config.warmup_steps)
-    warmup = min(max(step, 1) / config.warmup_steps, 1.0) if config.warmup_steps else 1.0
-    return config.lr * warmup * lr_scale
+    warmup = min(step / config.warmup_steps, 1.0) if config.warmup_steps else 1.0
+    if config.lr_schedule == "linear":
+        return config.lr * warmup * (1.0 - spent(progress, config))
+    if config.lr_schedule == "cosine":
+        return config.lr * warmup * 0.5 * (1.0 + math.cos(math.pi * spent(progress, config)))
+    return config.lr * warmup * progress["lr_scale"]
 
 
 def anneal_on_plateau(progress: dict[str, Any], dev_loss: float, config: TrainConfig) -> None:
