@@ -82,7 +82,7 @@ def train(
     :param train_data: the prefix of a binarized training set (:func:`nmt.data.binarize.binarize`), or
         (source files, target files) of aligned text, which rank 0 binarizes into ``model_dir/train`` first
     :param meta: languages and normalization of the training data, for ``meta.json`` (see
-        :func:`nmt.decoding.translation.write_meta`)
+        :func:`nmt.model_dir.write_meta`)
     :return: the summary written to ``summary.json``
     """
     model_dir = Path(model_dir)
