@@ -1,5 +1,6 @@
 """The real Snakefile: lint, dry run, config errors, and the whole tiny pipeline against the shared mirror."""
 
+import base64
 import gzip
 import json
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import MIRROR, REPO
+from conftest import MIRROR, REPO, html_tables
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 TINY = REPO / "tests" / "integration"
@@ -47,8 +48,9 @@ RERUNS = {
     "decoding={beam_size: 3}": {"translate_test": 15, **SCORING, "score_translations": 15},
     # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
-        "backtranslate_part": 3, "build_synthetic_corpus": 1, "binarize_corpus": 1, "train_model": 2,
-        "translate_test": 3, **SCORING, "score_translations": 3, "plot_learning_curves": 2, "plot_comparison": 1,
+        "backtranslate_part": 3, "build_synthetic_corpus": 1, "render_synthetic_report": 1, "binarize_corpus": 1,
+        "train_model": 2, "translate_test": 3, **SCORING, "score_translations": 3, "plot_learning_curves": 2,
+        "plot_comparison": 1,
     },
 }  # fmt: skip
 
@@ -327,21 +329,66 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
     check_reruns(workdir)
-    # Snakemake's HTML report: the tables, learning curves and cleaning reports, with the runtimes.
-    report = snakemake("--report", "report.html", "--config", f"mirror={MIRROR}", workdir=workdir)
-    assert report.returncode == 0, report.stderr[-3000:]
+    check_report(workdir)
+
+
+def report_items(html: str) -> dict[str, dict]:
+    """The items of Snakemake's HTML report by path (``results/...``): name, labels, caption, mime type, and
+    ``data_uri``, the file itself (embedded)."""
+    start = html.index("var results = ") + len("var results = ")
+    items, _ = json.JSONDecoder().raw_decode(html, start)
+    return items
+
+
+def embedded_text(item: dict) -> str:
+    """The text of a report item's embedded file (a base64 data URI)."""
+    header, data = item["data_uri"].split(",", 1)
+    assert header.endswith(";base64"), header
+    return base64.b64decode(data).decode("utf-8")
+
+
+def check_report(workdir: Path) -> None:
+    """Snakemake's HTML report of the tiny run shows the numbers on the page: each table and data report is an
+    embedded HTML page (shown inline; a CSV or JSON item would be a download link) with the values of its file."""
+    out = snakemake("--report", "report.html", "--config", f"mirror={MIRROR}", workdir=workdir)
+    assert out.returncode == 0, out.stderr[-3000:]
     html = (workdir / "report.html").read_text()
-    items = ["table.csv", "summary.csv", "en-de.comparison.png", "multi30k_train.report.tsv", "test_2016_flickr.json"]
-    items += [f"en-de.{model}.baseline.seed{seed}.png" for model in ("transformer", "rnn") for seed in (1, 2)]
-    for item in items:
-        assert item in html, item
-    assert html.count("report.json") >= 3, "the monolingual and both variants' back-translation reports"
+    items = report_items(html)
+    pages = [f"results/tables/{name}.html" for name in ("table", "summary", "scores", "significance")]
+    pages += ["results/en-de/data/clean/multi30k_train.report.html", "results/en-de/data/mono/mono.report.html"]
+    pages += [f"results/en-de/backtranslation/{variant}/report.html" for variant in ("bt_beam", "bt_sample_tagged")]
+    for page in pages:
+        assert items.get(page, {}).get("mime_type") == "text/html", page
+    plots = ["results/plots/en-de.comparison.png"]
+    plots += [
+        f"results/plots/en-de.{model}.baseline.seed{seed}.png" for model in ("transformer", "rnn") for seed in (1, 2)
+    ]
+    for plot in plots:
+        assert items.get(plot, {}).get("mime_type") == "image/png", plot
+    # The main table's page holds the cells of table.csv, as a browser shows them.
+    wide = pd.read_csv(workdir / "results/tables/table.csv", dtype=str, keep_default_na=False)
+    assert html_tables(embedded_text(items[pages[0]])) == [[list(wide.columns), *wide.values.tolist()]]
+    # Significance: every tested run's score and p-value.
+    significance = embedded_text(items["results/tables/significance.html"])
+    cells = {cell for table in html_tables(significance) for row in table for cell in row}
+    for record in json.loads((workdir / "results/en-de/significance/test_2016_flickr.json").read_text()):
+        assert f"{record['score']:.2f}" in cells, record
+        if record["p_value"] is not None:
+            assert f"{record['p_value']:.4f}" in {cell.removesuffix(" †") for cell in cells}, record
+    # The data reports: cleaning per filter, the monolingual sample, each variant's corpus.
+    [counts, _] = html_tables(embedded_text(items[pages[4]]))
+    assert ["kept", "400", f"{100 * 400 / 29000:.2f}%"] in counts and ["lines_in", "29,000", "100.00%"] in counts
+    [mono] = html_tables(embedded_text(items[pages[5]]))
+    assert mono[1][:2] == ["lines_in", "29,000"] and mono[-1][:2] == ["kept", "300"]
+    mixture, _ = html_tables(embedded_text(items[pages[7]]))
+    assert mixture[1][:4] == ["real pairs", "400", "×2", "800"]
     # The workflow description and the captions (rendered from workflow/report/*.rst).
     captions = ("Neural machine translation experiments", "The main result table, as papers print it",
                 "Paired bootstrap resampling", "back-translation variant bt_sample_tagged",
-                "Learning curves of rnn (baseline)")  # fmt: skip
+                "Learning curves of rnn (baseline)", "monolingual de sample")  # fmt: skip
     for text in captions:
         assert text in html, text
+    assert "significant gain" not in html and "significantly better" not in html, "† marks a difference"
 
 
 @pytest.mark.slow

@@ -127,6 +127,16 @@ def get_corpus_files(role, side):
     return inputs
 
 
+def get_report_pages():
+    """The HTML pages of the data reports that Snakemake's report shows (the result tables' come with them): each
+    training corpus's cleaning, and with back-translation the monolingual sample and each variant's corpus."""
+    pages = expand("results/{pair}/data/clean/{corpus}.report.html", pair=EXPERIMENT.pairs, corpus=EXPERIMENT.data.train)
+    if BT.models:
+        pages += expand("results/{pair}/data/mono/mono.report.html", pair=EXPERIMENT.pairs)
+        pages += expand("results/{pair}/backtranslation/{variant}/report.html", pair=EXPERIMENT.pairs, variant=BT.variants)
+    return pages
+
+
 def get_bt_parts(wildcards):
     """Input function (after the split checkpoint): the monolingual parts and their back-translations."""
     parts_dir = checkpoints.split_monolingual.get(src=wildcards.src, trg=wildcards.trg).output.parts
