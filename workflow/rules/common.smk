@@ -164,6 +164,10 @@ def get_training(wildcards):
     return plain(EXPERIMENT.training(get_model(wildcards).name, int(wildcards.seed), wildcards.trg))
 
 
+def get_label_smoothing(wildcards):
+    return get_model(wildcards).training.label_smoothing
+
+
 def get_reverse_training(wildcards):
     return plain(EXPERIMENT.reverse_training(wildcards.src))
 

@@ -130,7 +130,7 @@ rule collect_scores:
         "../scripts/collect_scores.py"
 
 
-# Learning curves of one system's first seed: train loss, validation loss and BLEU per update.
+# Learning curves of one seed of a system: train loss, dev loss and dev BLEU per update, with a note on the losses.
 rule plot_learning_curves:
     input:
         summary="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/summary.json",
@@ -142,6 +142,8 @@ rule plot_learning_curves:
             subcategory="{src}-{trg}",
             labels={"model": "{model}", "stage": "{stage}", "seed": "{seed}"},
         ),
+    params:
+        label_smoothing=get_label_smoothing,
     log:
         "results/logs/plot_learning_curves/{src}-{trg}.{model}.{stage}.seed{seed}.log",
     conda:
@@ -150,7 +152,7 @@ rule plot_learning_curves:
         "../scripts/plot_learning_curves.py"
 
 
-# One figure comparing the systems of a pair (validation BLEU and train loss per update).
+# One figure comparing the systems of a pair (first seed): dev BLEU per update and per training minute, train loss.
 rule plot_comparison:
     input:
         summaries=expand(
@@ -168,6 +170,7 @@ rule plot_comparison:
         ),
     params:
         labels=[f"{system.model}/{system.stage}" for system in EXPERIMENT.systems],
+        seed=EXPERIMENT.seeds[0],
     log:
         "results/logs/plot_comparison/{src}-{trg}.log",
     conda:
