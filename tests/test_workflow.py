@@ -65,6 +65,14 @@ def check_reruns(workdir: Path) -> None:
     cleaning = planned_jobs(workdir, "cleaning={max_ratio: 8.5}")
     assert cleaning["clean_corpus"] == 1 and cleaning["clean_monolingual"] == 1 and cleaning["train_model"] == 10
     assert not cleaning.keys() & {"download_corpus", "prepare_eval_set"}
+    # A training corpus's own cleaning key: its cleaning, not the monolingual one's.
+    own = planned_jobs(workdir, "corpora={multi30k_train: {cleaning: {max_ratio: 8.5}}}")
+    assert own["clean_corpus"] == 1 and own["render_cleaning_report"] == 1 and own["train_model"] == 10
+    assert not own.keys() & {"download_corpus", "prepare_eval_set", "clean_monolingual"}
+    # A corpus weight: the trainings on the parallel data (and the reverse model's), not a data job.
+    weight = planned_jobs(workdir, "corpora={multi30k_train: {weight: 2}}")
+    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 10
+    assert not weight.keys() & {"download_corpus", "clean_corpus", "binarize_corpus", "binarize_reverse_corpus"}
     # The job's threads are not a setting of the experiment: fewer cores rerun nothing.
     assert planned_jobs(workdir, "--cores", "1") == Counter()
 
@@ -218,6 +226,37 @@ def test_archive_and_tsv_importers(tmp_path):
         manifest = json.loads((workdir / f"results/data/download/val_tar.{lang}.manifest.json").read_text())
         assert manifest["member"] == f"data/val.{lang}.gz" and len(manifest["sha256"]) == 64
     assert (workdir / "results/data/archive/val_tar.manifest.json").exists()
+
+
+@needs_mirror
+def test_a_corpus_cleaning_key_reaches_only_that_corpus_jobs(tmp_path):
+    """Two training corpora cleaned (Multi30k task 1, and task 2's independent descriptions as a stand-in for a
+    second corpus): a cleaning key of one corpus changes the params of its clean_corpus job (and of its report
+    page) and nothing else; a weight changes no data job."""
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    desc = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task2/raw/train.2.{lang}.gz"
+    config["corpora"]["multi30k_desc"] = {"url": desc}
+    config["data"]["train"] = ["multi30k_train", "multi30k_desc"]
+    config["cleaning"] = {"max_pairs": 100}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    pages = [f"results/en-de/data/clean/{corpus}.report.html" for corpus in config["data"]["train"]]
+    out = snakemake("--cores", "2", *pages, "--config", f"mirror={MIRROR}", workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    own = "corpora={multi30k_desc: {cleaning: {langid: false}}}"
+    dry = snakemake("-n", *pages, "--config", f"mirror={MIRROR}", own, workdir=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    jobs = Counter(re.findall(r"^(?:local)?rule (\w+):", dry.stdout, flags=re.M))
+    assert jobs == Counter({"clean_corpus": 1, "render_cleaning_report": 1}), dry.stdout
+    assert re.findall(r"corpus=(\w+)", dry.stdout) == ["multi30k_desc", "multi30k_desc"]
+    weight = snakemake(
+        "-n", *pages, "--config", f"mirror={MIRROR}", "corpora={multi30k_desc: {weight: 2}}", workdir=tmp_path
+    )
+    assert weight.returncode == 0 and "Nothing to be done" in weight.stdout + weight.stderr
+    # Cleaned with it: the report page lists the corpus's settings.
+    out = snakemake("--cores", "2", *pages, "--config", f"mirror={MIRROR}", own, workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    settings = [html_tables((tmp_path / page).read_text())[1] for page in pages]
+    assert [dict(rows[1:])["langid"] for rows in settings] == ["true", "false"]
 
 
 @pytest.mark.slow

@@ -96,7 +96,13 @@ def get_corpus(wildcards):
 
 
 def get_corpus_settings(wildcards):
-    return plain(get_corpus(wildcards))
+    """What fetching a corpus depends on (not its cleaning keys or weight: changing those fetches nothing)."""
+    return get_corpus(wildcards).import_settings()
+
+
+def get_cleaning(wildcards):
+    """The cleaning of one training corpus: the cleaning section with the corpus's own cleaning keys."""
+    return plain(EXPERIMENT.corpus_cleaning(defined("corpora", wildcards.corpus, list(EXPERIMENT.corpora))))
 
 
 def get_corpus_sources(wildcards):
@@ -160,8 +166,18 @@ def get_run_files(name):
     ]
 
 
+def training_params(training):
+    """A TrainConfig as the plain dict of a param, without ``corpus_weights`` when no corpus is weighted: the params
+    of a config without weights stay those recorded before the key existed, so its trained models are not rerun."""
+    params = plain(training)
+    if params["corpus_weights"] is None:
+        del params["corpus_weights"]
+    return params
+
+
 def get_training(wildcards):
-    return plain(EXPERIMENT.training(get_model(wildcards).name, int(wildcards.seed), wildcards.trg))
+    model = get_model(wildcards).name
+    return training_params(EXPERIMENT.training(model, int(wildcards.seed), wildcards.trg, wildcards.stage))
 
 
 def get_label_smoothing(wildcards):
@@ -169,7 +185,7 @@ def get_label_smoothing(wildcards):
 
 
 def get_reverse_training(wildcards):
-    return plain(EXPERIMENT.reverse_training(wildcards.src))
+    return training_params(EXPERIMENT.reverse_training(wildcards.src))
 
 
 def get_system(wildcards, input):

@@ -43,7 +43,8 @@ rule download_corpus:
         "../scripts/download_corpus.py"
 
 
-# Clean one training corpus of a pair: normalize, filter, decontaminate, deduplicate; keep the sides aligned.
+# Clean one training corpus of a pair (the cleaning section, with the corpus's own cleaning keys): normalize, filter,
+# decontaminate, deduplicate; keep the sides aligned.
 rule clean_corpus:
     input:
         src="results/data/download/{corpus}.{src}",
@@ -55,7 +56,7 @@ rule clean_corpus:
         report="results/{src}-{trg}/data/clean/{corpus}.report.tsv",
         summary="results/{src}-{trg}/data/clean/{corpus}.report.md",
     params:
-        cleaning=plain(EXPERIMENT.cleaning),
+        cleaning=get_cleaning,
         sources=get_corpus_sources,
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",
@@ -84,7 +85,7 @@ rule render_cleaning_report:
             labels={"corpus": "{corpus}", "report": "cleaning"},
         ),
     params:
-        cleaning=plain(EXPERIMENT.cleaning),
+        cleaning=get_cleaning,
     log:
         "results/logs/render_cleaning_report/{src}-{trg}.{corpus}.log",
     conda:
