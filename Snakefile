@@ -4,14 +4,14 @@
 #   data/archive/{corpus}                              archive/TSV/OPUS zip of all languages (+ .manifest.json)
 #   data/sacrebleu/{test_set}/                         sacrebleu cache of test sets fetched by name
 #   data/download/{corpus}.{lang}                      one language as served or extracted (+ .manifest.json)
-#   {src}-{trg}/data/clean/{corpus}.{lang}             cleaned training corpus (+ {corpus}.report.tsv/.md)
+#   {src}-{trg}/data/clean/{corpus}.{lang}             cleaned training corpus (+ {corpus}.report.tsv/.md/.html)
 #   {src}-{trg}/data/eval/{corpus}.{lang}              dev/test set: normalized source, verbatim reference
 #   {src}-{trg}/subword/{lang}.model                   sentencepiece model per language (a copy when joint)
-#   {src}-{trg}/data/mono/mono.{trg}                   cleaned monolingual sample (+ mono.report.json)
+#   {src}-{trg}/data/mono/mono.{trg}                   cleaned monolingual sample (+ mono.report.json/.html)
 #   {src}-{trg}/backtranslation/reverse/               the trg->src model (model.pt, summary.json, ...)
 #   {src}-{trg}/backtranslation/parts/{part}.{trg}     monolingual parts (checkpoint split_monolingual)
 #   {src}-{trg}/backtranslation/{variant}/parts/{part}.{src}   back-translated parts
-#   {src}-{trg}/backtranslation/{variant}/train.{lang} real + synthetic training corpus (+ report.json)
+#   {src}-{trg}/backtranslation/{variant}/train.{lang} real + synthetic training corpus (+ report.json/.html)
 #   {src}-{trg}/data/bin/{stage}/train.json            binarized training set of a stage: header, and beside it
 #     train.{src,trg}.{ids,offsets}                    memory-mapped token ids and int64 sentence offsets
 #   {src}-{trg}/data/bin/reverse/train.*               the same, reversed, for the back-translation model
@@ -22,6 +22,7 @@
 #   tables/scores.{csv,md}                             long table: one row per run and test set
 #   tables/summary.csv                                 per system: mean and std over seeds, ensemble rows
 #   tables/table.{md,tex,csv}                          wide table: systems x pairs/metrics, as in papers
+#   tables/{table,summary,scores,significance}.html    the tables as the HTML report shows them
 #   plots/{src}-{trg}.{model}.{stage}.seed{N}.png      learning curves (train loss, valid loss and BLEU) per seed
 #   plots/{src}-{trg}.comparison.png                   learning curves of all systems of a pair
 #   benchmarks/{rule}/...tsv                           Snakemake benchmark of the heavy jobs
@@ -68,3 +69,4 @@ rule all:
             system=EXPERIMENT.systems,
             seed=EXPERIMENT.seeds,
         ),
+        get_report_pages(),

@@ -81,6 +81,11 @@ class CorpusConfig:
     - ``local``: like ``url`` with a local ``path``.
     - ``opus``: an OPUS Moses release by ``corpus`` name and ``version`` for the languages of ``pair``.
     - ``sacrebleu``: a test set by name (``test_set``, e.g. ``wmt14``) and ``langpair`` through sacrebleu.
+
+    A training corpus may also set its own ``cleaning`` keys (any key of :class:`CleanConfig` but
+    ``normalize_punctuation``, over the ``cleaning`` section) and a ``weight``: how often its pairs are drawn per
+    epoch (2: twice, 0.5: a random half each epoch; see :func:`nmt.data.batches.weighted_epoch`). Neither is part of
+    :meth:`import_settings`, so changing one does not fetch the corpus again.
     """
 
     importer: Literal["url", "local", "opus", "sacrebleu"] = "url"
@@ -94,6 +99,8 @@ class CorpusConfig:
     pair: str | None = None
     test_set: str | None = None
     langpair: str | None = None
+    cleaning: dict = dataclasses.field(default_factory=dict)
+    weight: float = 1.0
 
     REQUIRED = {
         "url": ("url",),
@@ -111,6 +118,20 @@ class CorpusConfig:
             raise ConfigError(f"{where}: '{location}' needs a {{lang}} placeholder (or member, or tsv_columns)")
         if self.member is not None and self.tsv_columns:
             raise ConfigError(f"{where}: member and tsv_columns exclude each other")
+        _positive(where, weight=self.weight)
+        known = [f.name for f in dataclasses.fields(CleanConfig) if f.name != "normalize_punctuation"]
+        for key in self.cleaning:
+            if key == "normalize_punctuation":
+                raise ConfigError(
+                    f"{where}.cleaning.normalize_punctuation: set it in the cleaning section only (a model normalizes "
+                    "its input as all its training sources were normalized)"
+                )
+            if key not in known:
+                raise ConfigError(f"{where}.cleaning: unknown key '{key}' (known keys: {', '.join(known)})")
+
+    def import_settings(self) -> dict[str, Any]:
+        """What fetching the corpus depends on: every key but ``cleaning`` and ``weight``, as a plain dict."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("cleaning", "weight")}
 
     @property
     def location(self) -> str | None:
@@ -156,6 +177,13 @@ class CleanConfig:
     max_pairs: int | None = None
     shuffle: bool = False
     seed: int = 1
+
+    def updated(self, overrides: dict[str, Any], where: str) -> "CleanConfig":
+        """These settings with the keys of ``overrides`` replaced (a corpus's own ``cleaning`` keys), checked.
+
+        :param where: the config path of ``overrides``, named in errors, e.g. ``corpora.europarl.cleaning``
+        """
+        return from_dict(CleanConfig, {**dataclasses.asdict(self), **overrides}, where)
 
     def check(self, where: str) -> None:
         _positive(
@@ -203,6 +231,9 @@ class TrainConfig:
       falls below ``min_lr``, Gehring et al. 2017).
     - ``average_last``: keep the weights of the last N checkpoints (every ``checkpoint_every``
       updates, and the final state) and make their average the trained model.
+    - ``corpus_weights``: one weight per corpus of the binarized training set (per pair of text files it was
+      binarized from, in order): how often its pairs are drawn per epoch (:func:`nmt.data.batches.weighted_epoch`);
+      None draws every pair once. The workflow sets it from the corpora's ``weight``.
     """
 
     seed: int = 1
@@ -237,6 +268,7 @@ class TrainConfig:
     threads: int = 0
     init_from: str | None = None
     tensorboard: bool = False
+    corpus_weights: list[float] | None = None
 
     def on_threads(self, threads: int) -> "TrainConfig":
         """This config with ``threads: 0`` (the job's) resolved to the ``threads`` of the job that trains."""
@@ -270,6 +302,10 @@ class TrainConfig:
             raise ConfigError(f"{where}.label_smoothing: must be in [0, 1), got {self.label_smoothing}")
         if self.warmup_steps < 0:
             raise ConfigError(f"{where}.warmup_steps: must be >= 0, got {self.warmup_steps}")
+        if self.corpus_weights is not None:
+            for i, weight in enumerate(self.corpus_weights):
+                if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
+                    raise ConfigError(f"{where}.corpus_weights: weight {i + 1} must be a number > 0, got {weight!r}")
         if not re.fullmatch(r"([a-z]{2,3})?", self.trg_lang):
             raise ConfigError(f"{where}.trg_lang: {self.trg_lang!r} is not a language code such as 'de' or 'zh'")
 

@@ -224,14 +224,31 @@ class Experiment:
         init_from = self.models[model].training.init_from
         return [f"{init_from}/model.pt"] if init_from else []
 
-    def training(self, model: str, seed: int, trg_lang: str) -> TrainConfig:
-        """The training of one run: its seed and the target language of its dev BLEU (``threads: 0`` stays the
-        job's, :meth:`nmt.config.TrainConfig.on_threads`, so that another ``--cores`` reruns nothing)."""
-        return dataclasses.replace(self.models[model].training, seed=seed, trg_lang=trg_lang)
+    def training(self, model: str, seed: int, trg_lang: str, stage: str = BASELINE) -> TrainConfig:
+        """The training of one run: its seed, the target language of its dev BLEU, and on the parallel data the
+        corpus weights (``threads: 0`` stays the job's, :meth:`nmt.config.TrainConfig.on_threads`, so that another
+        ``--cores`` reruns nothing)."""
+        weights = self.corpus_weights if stage == BASELINE else None
+        return dataclasses.replace(self.models[model].training, seed=seed, trg_lang=trg_lang, corpus_weights=weights)
 
     def reverse_training(self, trg_lang: str) -> TrainConfig:
-        """The reverse model's training; it translates into the pair's source language ``trg_lang``."""
-        return dataclasses.replace(self.backtranslation.reverse.training, trg_lang=trg_lang)
+        """The reverse model's training; it translates into the pair's source language ``trg_lang``, on the parallel
+        data reversed (the same corpora, the same weights)."""
+        return dataclasses.replace(
+            self.backtranslation.reverse.training, trg_lang=trg_lang, corpus_weights=self.corpus_weights
+        )
+
+    @property
+    def corpus_weights(self) -> list[float] | None:
+        """The ``weight`` of each training corpus, in the order of ``data.train`` (the order their files are
+        binarized in); None when every weight is 1. A back-translation variant's corpus is one file (real and
+        synthetic pairs, mixed by ``upsample_real``), so its systems train unweighted."""
+        weights = [self.corpora[name].weight for name in self.data.train]
+        return weights if any(weight != 1 for weight in weights) else None
+
+    def corpus_cleaning(self, corpus: str) -> CleanConfig:
+        """The cleaning of one training corpus: the ``cleaning`` section, updated by the corpus's own ``cleaning``."""
+        return self.cleaning.updated(self.corpora[corpus].cleaning, f"corpora.{corpus}.cleaning")
 
     def generation(self, variant: str, part: str) -> DecodeConfig:
         """The reverse model's search for one part of the monolingual text (``part``: its name, a number such as
@@ -294,6 +311,8 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     cleaning = from_dict(CleanConfig, config["cleaning"], "cleaning")
     subword = from_dict(SubwordConfig, config["subword"], "subword")
     decoding = from_dict(DecodeConfig, config["decoding"], "decoding")
+    if config["training"].get("corpus_weights") is not None:
+        raise ConfigError("training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)")
     models = {
         name: parse_model(name, options, config["training"], f"models.{name}")
         for name, options in config["models"].items()
@@ -309,7 +328,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     tables = from_dict(TablesConfig, config["tables"], "tables")
     if tables.baseline is not None and tables.baseline not in models:
         raise ConfigError(f"tables.baseline: '{tables.baseline}' is not a key of models")
-    return Experiment(
+    experiment = Experiment(
         pairs=tuple(config["pairs"]),
         corpora=corpora,
         data=data,
@@ -321,6 +340,9 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
         seeds=tuple(config["seeds"]),
         tables=tables,
     )
+    for name in data.train:
+        experiment.corpus_cleaning(name)  # a bad value of a corpus's own cleaning keys fails now
+    return experiment
 
 
 def parse_model(name: str, options: dict[str, Any], training: dict[str, Any], where: str) -> Model:
@@ -330,6 +352,8 @@ def parse_model(name: str, options: dict[str, Any], training: dict[str, Any], wh
     :param where: the config path of the entry, named in errors, e.g. ``models.transformer``
     """
     own_training = options.get("training", {})
+    if isinstance(own_training, dict) and "corpus_weights" in own_training:
+        raise ConfigError(f"{where}.training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)")
     train_config = from_dict(TrainConfig, {**training, **own_training}, f"{where}.training")
     options = {k: v for k, v in options.items() if k != "training"}
     arch, arch_config = resolve_model_options(options, where)
@@ -372,6 +396,14 @@ def check_data(data: DataRoles, corpora: dict[str, CorpusConfig], pairs: list[st
                 raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
             if role in ("train", "mono") and name in data.eval_sets:
                 raise ConfigError(f"data.{role}: corpus '{name}' is also a dev/test set (data.dev, data.test)")
+    for name, corpus in corpora.items():
+        if name in data.train:
+            continue
+        # The monolingual corpora are cleaned together, by the cleaning section; dev and test sets are not filtered.
+        if corpus.cleaning:
+            raise ConfigError(f"corpora.{name}.cleaning: '{name}' is not a training corpus (data.train)")
+        if corpus.weight != 1:
+            raise ConfigError(f"corpora.{name}.weight: '{name}' is not a training corpus (data.train)")
     for pair in pairs:
         src, trg = pair.split("-")
         if src == trg:

@@ -2,6 +2,7 @@
 
 import os
 import random
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,37 @@ def assert_one_line(excinfo: pytest.ExceptionInfo, *names: str | Path) -> str:
     for name in names:
         assert str(name) in message
     return message
+
+
+class _TableParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self.cell is not None:
+            self.tables[-1][-1].append("".join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def html_tables(text: str) -> list[list[list[str]]]:
+    """The tables of an HTML page as a browser shows them: per table its rows, per row its cells' text (th, td)."""
+    parser = _TableParser()
+    parser.feed(text)
+    return parser.tables
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nmt.data.batches import EncodedCorpus, ParallelData, make_batch, pad, token_batches
+from nmt.data.batches import EncodedCorpus, ParallelData, make_batch, pad, token_batches, weighted_epoch
 from nmt.data.subword import load_subword
 from nmt.errors import DataError
 from nmt.vocab import BOS, EOS, PAD
@@ -52,6 +52,39 @@ def test_token_batches_cover_every_sentence_once_within_budget(toy_data):
     assert all((a == b).all() for a, b in zip(batches, again, strict=True))
     other = token_batches(data.src.lengths, data.trg.lengths, batch_tokens=200, seed=1, epoch=2)
     assert any(len(a) != len(b) or (a != b).any() for a, b in zip(batches, other, strict=False))
+
+
+def test_weighted_epoch_draws_each_corpus_by_its_weight():
+    """Three corpora of 100, 60 and 40 sentences, weighted 2, 0.5 and 1.5."""
+    parts = np.array([100, 60, 40])
+    sample = weighted_epoch(parts, [2, 0.5, 1.5], seed=1, epoch=1)
+    assert sample.dtype == np.int32 and len(sample) == 200 + 30 + 60
+    counts = np.bincount(sample, minlength=200)
+    assert (counts[:100] == 2).all(), "weight 2: every pair twice"
+    assert sorted(np.bincount(counts[100:160], minlength=2)) == [30, 30], "weight 0.5: a half, once each"
+    assert (counts[160:] >= 1).all() and (counts[160:] == 2).sum() == 20, "weight 1.5: all once, a half twice"
+    # Reproducible per (seed, epoch); another half the next epoch.
+    assert (weighted_epoch(parts, [2, 0.5, 1.5], seed=1, epoch=1) == sample).all()
+    other = weighted_epoch(parts, [2, 0.5, 1.5], seed=1, epoch=2)
+    assert set(other[200:230]) != set(sample[200:230]) and len(other) == len(sample)
+    # Every weight 1, or none: every sentence once (token_batches takes them all, as without weights).
+    assert weighted_epoch(parts, [1, 1, 1], seed=1, epoch=1) is None
+    assert weighted_epoch(parts, None, seed=1, epoch=1) is None
+    with pytest.raises(ValueError):
+        weighted_epoch(parts, [1, 2], seed=1, epoch=1)
+
+
+def test_token_batches_of_a_weighted_epoch(toy_data):
+    """The batches hold exactly the epoch's sentences (a sentence as often as drawn), within the budget."""
+    data, _ = toy_data
+    parts = np.array([250, len(data) - 250])
+    sample = weighted_epoch(parts, [3, 0.5], seed=2, epoch=1)
+    batches = token_batches(data.src.lengths, data.trg.lengths, batch_tokens=200, seed=2, epoch=1, sample=sample)
+    assert (np.sort(np.concatenate(batches)) == np.sort(sample)).all()
+    for b in batches:
+        longest = max(data.src.lengths[b].max(), data.trg.lengths[b].max())
+        assert len(b) == 1 or longest * len(b) <= 200
+    assert len(np.concatenate(batches)) == 3 * 250 + round(0.5 * (len(data) - 250))
 
 
 def test_bucketing_keeps_padding_low(toy_data):

@@ -1,17 +1,22 @@
 """Binarized training data: the same ids as encoding the text, streamed in chunks, mapped read-only, checked."""
 
+import dataclasses
 import json
+import logging
 
 import numpy as np
 import pytest
 from conftest import assert_one_line, write_lines
 
 import nmt.data.binarize
-from nmt.config import SubwordConfig
+from nmt.config import SubwordConfig, TrainConfig
 from nmt.data.batches import ParallelData
 from nmt.data.binarize import BinarizedData, binarize, open_training_data
 from nmt.data.subword import load_subword, train_subword
 from nmt.errors import DataError
+from nmt.training.loop import train
+
+TINY = {"arch": "transformer", "size": "tiny"}
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +56,11 @@ def test_binarized_ids_equal_encoding_the_text(toy_corpus, toy_spm, two_corpora,
     assert (header["dropped_by_length"] > 0) == (max_length is not None)
     assert header["src"]["tokens"] == int(expected.src.lengths.sum()) and header["trg"]["dtype"] == "uint16"
     assert header["src"]["files"] == [str(p) for p in two_corpora["en"]] and len(header["src"]["spm_sha256"]) == 64
+    # The pairs kept of each corpus (file pair): what corpus weights apply to.
+    per_file = [
+        len(ParallelData.from_files(two_corpora["en"][i], two_corpora["de"][i], sp, sp, max_length)) for i in (0, 1)
+    ]
+    assert header["file_pairs"] == per_file and data.parts.tolist() == per_file
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "train.json", "train.src.ids", "train.src.offsets", "train.trg.ids", "train.trg.offsets",
     ]  # fmt: skip
@@ -67,6 +77,51 @@ def test_training_data_is_cut_to_the_training_limit(toy_corpus, toy_spm, tmp_pat
     with pytest.raises(DataError) as excinfo:
         open_training_data(tmp_path / "short", toy_spm["en"], toy_spm["de"], max_length=100)
     assert_one_line(excinfo, tmp_path / "short.json", "binarized with max_length 12", "binarize again")
+
+
+def test_corpora_of_a_set_cut_to_a_shorter_limit(toy_spm, two_corpora, tmp_path):
+    """Cut at training time to a shorter max_length, each corpus keeps the pairs within it: the weights still
+    apply to the right sentences."""
+    sp = load_subword(toy_spm["en"])
+    binarize(two_corpora["en"], two_corpora["de"], toy_spm["en"], toy_spm["de"], tmp_path / "t")
+    data = open_training_data(tmp_path / "t", toy_spm["en"], toy_spm["de"], max_length=12)
+    per_file = [len(ParallelData.from_files(two_corpora["en"][i], two_corpora["de"][i], sp, sp, 12)) for i in (0, 1)]
+    assert data.parts.tolist() == per_file and sum(per_file) == len(data) < 600
+    data.check_weights([1, 2])
+    data.check_weights(None)
+    with pytest.raises(DataError) as excinfo:
+        data.check_weights([2])
+    assert_one_line(excinfo, tmp_path / "t.json", "1 corpus weights for 2 corpora", "binarize again")
+
+
+def test_a_header_without_file_pairs_is_one_corpus(toy_corpus, toy_spm, tmp_path):
+    """A set binarized before file_pairs were recorded still trains; weights for several corpora are refused."""
+    binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], tmp_path / "t")
+    header = json.loads((tmp_path / "t.json").read_text())
+    del header["file_pairs"]
+    (tmp_path / "t.json").write_text(json.dumps(header))
+    data = BinarizedData.open(tmp_path / "t")
+    assert data.parts.tolist() == [600]
+    with pytest.raises(DataError):
+        data.check_weights([1, 3])
+
+
+def test_training_draws_each_corpus_by_its_weight(toy_spm, two_corpora, tmp_path, caplog):
+    """corpus_weights reach the epoch: the second corpus three times (a loop test runs the weighted epoch's
+    batches; here the count of pairs an epoch draws), and a weight per corpus is required."""
+    caplog.set_level(logging.INFO, logger="nmt")
+    files = dict(
+        dev_src=two_corpora["en"][0], dev_ref=two_corpora["de"][0], src_spm=toy_spm["en"], trg_spm=toy_spm["de"]
+    )
+    config = TrainConfig(max_steps=2, valid_every=2, checkpoint_every=2, batch_tokens=200, threads=1,
+                         corpus_weights=[1, 3])  # fmt: skip
+    summary = train(TINY, config, (two_corpora["en"], two_corpora["de"]), **files, model_dir=tmp_path / "m")
+    assert summary["steps"] == 2
+    assert "corpus weights [1, 3] of the corpora of [250, 350] pairs: 1300 pairs per epoch" in caplog.text
+    with pytest.raises(DataError) as excinfo:
+        train(TINY, dataclasses.replace(config, corpus_weights=[1]), tmp_path / "m/train", **files,
+              model_dir=tmp_path / "m2")  # fmt: skip
+    assert_one_line(excinfo, tmp_path / "m/train.json", "1 corpus weights for 2 corpora")
 
 
 def test_misaligned_corpus_names_both_files_and_writes_nothing(toy_spm, two_corpora, tmp_path):

@@ -51,6 +51,16 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (TrainConfig, {"average_last": 2.5}, "train.average_last: expected int, got 2.5"),
         (TrainConfig, {"lr_schedule": "anneal_on_plateau", "lr": 1e-4}, "train.min_lr: must be below lr (0.0001)"),
         (CleanConfig, [], "train: expected a mapping"),
+        (CorpusConfig, {"url": "u{lang}", "cleaning": {"langidd": False}}, "train.cleaning: unknown key 'langidd'"),
+        (
+            CorpusConfig,
+            {"url": "u{lang}", "cleaning": {"normalize_punctuation": False}},
+            "train.cleaning.normalize_punctuation: set it in the cleaning section only",
+        ),
+        (CorpusConfig, {"url": "u{lang}", "weight": 0}, "train.weight: must be > 0, got 0"),
+        (CorpusConfig, {"url": "u{lang}", "weight": "x2"}, "train.weight: expected float, got 'x2'"),
+        (TrainConfig, {"corpus_weights": [1, 0]}, "train.corpus_weights: weight 2 must be a number > 0, got 0"),
+        (TrainConfig, {"corpus_weights": 2}, "train.corpus_weights: expected a list, got 2"),
     ],
 )
 def test_bad_values_fail_with_one_line_naming_the_key(cls, data, message):
@@ -58,6 +68,21 @@ def test_bad_values_fail_with_one_line_naming_the_key(cls, data, message):
         from_dict(cls, data, "train")
     assert message in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_a_corpus_cleaning_updates_the_cleaning_section():
+    corpus = from_dict(CorpusConfig, {"url": "u{lang}", "cleaning": {"langid": False, "max_ratio": 2}}, "corpora.ep")
+    cleaning = from_dict(CleanConfig, {"max_ratio": 2.5, "min_alpha": 0.4}, "cleaning")
+    updated = cleaning.updated(corpus.cleaning, "corpora.ep.cleaning")
+    assert (updated.langid, updated.max_ratio, updated.min_alpha) == (False, 2.0, 0.4)
+    assert cleaning.langid is True, "the section itself is unchanged"
+    with pytest.raises(ConfigError) as e:
+        cleaning.updated({"langid": "no"}, "corpora.ep.cleaning")
+    assert str(e.value) == "corpora.ep.cleaning.langid: expected bool, got 'no'"
+    # Fetching does not depend on the cleaning keys and the weight: changing them fetches nothing again.
+    weighted = from_dict(CorpusConfig, {"url": "u{lang}", "cleaning": {"dedup": False}, "weight": 3}, "c")
+    assert weighted.import_settings() == from_dict(CorpusConfig, {"url": "u{lang}"}, "c").import_settings()
+    assert "cleaning" not in weighted.import_settings() and weighted.weight == 3.0
 
 
 def test_from_dict_converts_ints_and_lists():
@@ -180,3 +205,9 @@ def test_wmt14_presets_train_as_the_papers(pair):
     assert (convs2s.lr_schedule, convs2s.anneal_factor, convs2s.min_lr) == ("anneal_on_plateau", 0.1, 1e-4)
     decoding = from_dict(DecodeConfig, preset["decoding"], "decoding")
     assert (decoding.beam_size, decoding.length_penalty, decoding.max_len_a, decoding.max_len_b) == (4, 0.6, 1.0, 50)
+    # Our cleaning per corpus: no language identification for the curated corpora, the section's for the crawled.
+    curated = {"europarl_v7", "news_commentary_v9"} | ({"un"} if pair == "en_fr" else set())
+    for name in preset["data"]["train"]:
+        corpus = from_dict(CorpusConfig, preset["corpora"][name], name)
+        assert corpus.cleaning == ({"langid": False} if name in curated else {}), name
+        assert corpus.weight == 1

@@ -122,6 +122,7 @@ def test_system_row():
 
 DATA = {"train": ["multi30k_train"], "dev": "multi30k_val", "test": ["test_2016_flickr"], "mono": ["multi30k_mono1"]}
 TSV = {"url": "v.tsv", "tsv_columns": {"en": 0}}
+TRAIN, VAL, MONO = (TINY["corpora"][name] for name in ("multi30k_train", "multi30k_val", "multi30k_mono1"))
 
 
 @pytest.mark.parametrize(
@@ -153,12 +154,67 @@ TSV = {"url": "v.tsv", "tsv_columns": {"en": 0}}
             "backtranslation.variants.bt.generation.method: 'nucleus' is not one of",
         ),
         ({"corpora": {**TINY["corpora"], "x": {"url": "https://a/b.txt"}}}, "corpora.x: 'https://a/b.txt' needs a"),
+        # Per-corpus cleaning and weights: values checked as in the cleaning section, only for training corpora.
+        (
+            {"corpora": {**TINY["corpora"], "multi30k_train": {**TRAIN, "cleaning": {"max_ratio": -1}}}},
+            "corpora.multi30k_train.cleaning.max_ratio: must be > 0, got -1",
+        ),
+        (
+            {"corpora": {**TINY["corpora"], "multi30k_val": {**VAL, "cleaning": {"langid": False}}}},
+            "corpora.multi30k_val.cleaning: 'multi30k_val' is not a training corpus (data.train)",
+        ),
+        (
+            {"corpora": {**TINY["corpora"], "multi30k_mono1": {**MONO, "weight": 2}}},
+            "corpora.multi30k_mono1.weight: 'multi30k_mono1' is not a training corpus (data.train)",
+        ),
+        (
+            {"models": {"t": {"arch": "rnn", "training": {"corpus_weights": [1, 2]}}}},
+            "models.t.training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
+        ),
+        (
+            {"training": {**TINY["training"], "corpus_weights": [2]}},
+            "training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
+        ),
     ],
 )
 def test_errors_are_one_line_naming_the_key(sections, message):
     with pytest.raises(ConfigError) as excinfo:
         experiment_of(**sections)
     assert message in str(excinfo.value) and "\n" not in str(excinfo.value)
+
+
+TWO_CORPORA = {
+    "data": {**DATA, "train": ["multi30k_train", "flickr_extra"]},
+    "corpora": {
+        **TINY["corpora"],
+        "multi30k_train": {**TRAIN, "cleaning": {"langid": False, "max_ratio": 2}, "weight": 0.5},
+        "flickr_extra": {"url": "https://example.org/extra.{lang}.gz", "weight": 3},
+    },
+}
+
+
+def test_corpora_with_their_own_cleaning_and_weights():
+    experiment = experiment_of(**TWO_CORPORA, cleaning={"max_pairs": 400, "langid_threshold": 0.8})
+    own, other = experiment.corpus_cleaning("multi30k_train"), experiment.corpus_cleaning("flickr_extra")
+    assert (own.langid, own.max_ratio, own.max_pairs, own.langid_threshold) == (False, 2.0, 400, 0.8)
+    assert (other.langid, other.max_ratio, other.max_pairs) == (True, 3.0, 400)
+    assert other == experiment.cleaning, "a corpus without its own keys is cleaned by the section"
+    # The weights, in the order of data.train (the order binarize_corpus reads the corpora in): the systems on
+    # the parallel data and the reverse model; a back-translation variant's corpus is one mixed file.
+    assert experiment.corpus_weights == [0.5, 3.0]
+    assert experiment.training("transformer", 1, "de", "baseline").corpus_weights == [0.5, 3.0]
+    assert experiment.training("transformer", 1, "de").corpus_weights == [0.5, 3.0]
+    assert experiment.training("transformer", 1, "de", "bt_beam").corpus_weights is None
+    assert experiment.reverse_training("en").corpus_weights == [0.5, 3.0]
+    # Fetching depends on neither: the download jobs' params are those of a corpus without them.
+    assert experiment.corpora["flickr_extra"].import_settings()["url"] == "https://example.org/extra.{lang}.gz"
+    assert "weight" not in experiment.corpora["multi30k_train"].import_settings()
+
+
+def test_without_weights_training_is_unweighted():
+    experiment = experiment_of()
+    assert experiment.corpus_weights is None and experiment.training("rnn", 1, "de").corpus_weights is None
+    assert experiment.corpus_cleaning("multi30k_train") == experiment.cleaning
 
 
 def test_command_line_overrides_are_read_as_yaml():

@@ -12,21 +12,24 @@ from nmt.evaluation.plots import plot_comparison, plot_learning_curves
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def fake_model_dir(path: Path, speed: float) -> Path:
-    """A model directory with train.tsv and valid.tsv in the format of :func:`nmt.training.loop.train`."""
+def fake_model_dir(path: Path, speed: float, valid_every: int = 100, seconds: bool = True) -> Path:
+    """A model directory with train.tsv and valid.tsv in the format of :func:`nmt.training.loop.train` (with
+    ``seconds``: the training time of each validation, 0.6 s per update at ``speed`` 1; without: the older format)."""
     path.mkdir(parents=True)
     train = [(s, s // 200, 9.0 * math.exp(-s / (300 * speed)) + 2.0, 1e-3, 5000) for s in range(20, 1001, 20)]
     valid = [
-        (s, 8.0 * math.exp(-s / (400 * speed)) + 2.5, 30 * (1 - math.exp(-s / (300 * speed))))
-        for s in range(100, 1001, 100)
+        (s, 8.0 * math.exp(-s / (400 * speed)) + 2.5, 30 * (1 - math.exp(-s / (300 * speed))), 0.6 * s * speed)
+        for s in range(valid_every, 1001, valid_every)
     ]
     (path / "train.tsv").write_text(
         "step\tepoch\tloss\tlr\ttokens_per_second\n"
         + "".join(f"{s}\t{e}\t{loss:.4f}\t{lr:.3e}\t{tps:.0f}\n" for s, e, loss, lr, tps in train)
     )
+    rows = [f"{s}\t{loss:.4f}\t{math.exp(loss):.2f}\t{bleu:.2f}" for s, loss, bleu, _ in valid]
+    if seconds:
+        rows = [f"{row}\t{sec:.1f}" for row, (*_, sec) in zip(rows, valid, strict=True)]
     (path / "valid.tsv").write_text(
-        "step\tloss\tppl\tbleu\n"
-        + "".join(f"{s}\t{loss:.4f}\t{math.exp(loss):.2f}\t{bleu:.2f}\n" for s, loss, bleu in valid)
+        "step\tloss\tppl\tbleu" + ("\tseconds" if seconds else "") + "\n" + "".join(f"{row}\n" for row in rows)
     )
     return path
 
@@ -80,3 +83,72 @@ def test_curves_of_a_real_training_run(trained_model, tmp_path):
     plot_comparison({"toy": model_dir}, tmp_path / "compare.png")
     assert_png(tmp_path / "toy.png")
     assert_png(tmp_path / "compare.png")
+
+
+def bbox(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def test_comparison_has_a_title_a_legend_outside_the_curves_and_a_minutes_panel(tmp_path):
+    runs = {
+        "transformer/baseline": fake_model_dir(tmp_path / "a", 1.0),
+        "rnn/baseline": fake_model_dir(tmp_path / "b", 2.0),
+    }
+    fig = plot_comparison(runs, tmp_path / "compare.png", title="en-de: the systems (seed 1)")
+    assert_png(tmp_path / "compare.png")
+    assert fig.get_suptitle() == "en-de: the systems (seed 1)"
+    # One legend for the figure, beside the panels: it covers none of them.
+    renderer = fig.canvas.get_renderer()
+    [legend] = fig.legends
+    assert [text.get_text() for text in legend.get_texts()] == list(runs)
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    assert all(not bbox(legend, renderer).overlaps(bbox(ax, renderer)) for ax in fig.axes)
+    # Dev BLEU against the training minutes of valid.tsv (seconds / 60).
+    [time_ax] = [ax for ax in fig.axes if "minutes" in ax.get_xlabel()]
+    assert time_ax.get_ylabel() == "dev BLEU"
+    slow = next(line for line in time_ax.get_lines() if line.get_label() == "rnn/baseline")
+    assert list(slow.get_xdata()) == pytest.approx([1.2 * s / 60 for s in range(100, 1001, 100)])
+    # No title given: a title all the same.
+    assert plot_comparison(runs, tmp_path / "c2.png").get_suptitle()
+    assert any("label-smoothed where a system trains with label smoothing" in text.get_text() for text in fig.texts)
+
+
+def test_comparison_of_runs_without_training_times(tmp_path):
+    """valid.tsv written before the ``seconds`` column: the time panel names the runs it lacks."""
+    runs = {"old": fake_model_dir(tmp_path / "a", 1.0, seconds=False), "new": fake_model_dir(tmp_path / "b", 1.0)}
+    fig = plot_comparison(runs, tmp_path / "compare.png", title="t")
+    [time_ax] = [ax for ax in fig.axes if "minutes" in ax.get_xlabel()]
+    assert [line.get_label() for line in time_ax.get_lines()] == ["new"]
+    assert any("no training times in valid.tsv: old" in text.get_text() for text in time_ax.texts)
+
+
+@pytest.mark.parametrize(
+    "label_smoothing, note",
+    [
+        (0.1, "label-smoothed cross-entropy (smoothing 0.1)"),
+        (0.0, "(no label smoothing)"),
+        (None, "with label smoothing if any"),
+    ],
+)
+def test_learning_curves_say_what_the_losses_measure(tmp_path, label_smoothing, note):
+    model_dir = fake_model_dir(tmp_path / "model", 1.0)
+    fig = plot_learning_curves(model_dir, "en-de transformer", tmp_path / "c.png", label_smoothing=label_smoothing)
+    [text] = [t.get_text() for t in fig.texts if t is not fig._suptitle]
+    assert note in text and "dev loss: cross-entropy per target token, without smoothing or dropout" in text
+    assert ("keeps the training loss above the dev loss" in text) == bool(label_smoothing)
+    assert "10 validations (every 100 updates)" in text
+    assert fig.get_suptitle() == "en-de transformer"
+
+
+def test_a_run_validated_twice_still_shows_its_curve(tmp_path):
+    """400 updates validated every 200 (the default run before valid_every 100): each dev point has a marker and
+    its BLEU beside it, every panel spans the whole training, and the training and dev losses share a panel."""
+    model_dir = fake_model_dir(tmp_path / "model", 1.0, valid_every=500)
+    fig = plot_learning_curves(model_dir, "t", tmp_path / "c.png", label_smoothing=0.1)
+    loss_ax, bleu_ax = fig.axes
+    [line] = bleu_ax.get_lines()
+    assert line.get_marker() == "o" and list(line.get_xdata()) == [500, 1000]
+    assert [t.get_text() for t in bleu_ax.texts] == [f"{b:.1f}" for b in line.get_ydata()]
+    assert all(ax.get_xlim()[0] == 0 and ax.get_xlim()[1] >= 1000 for ax in fig.axes)
+    assert any("2 validations (every 500 updates)" in t.get_text() for t in fig.texts)
+    assert [line.get_label() for line in loss_ax.get_lines()] == ["training loss (label-smoothed)", "dev loss"]

@@ -1,5 +1,6 @@
 """The real Snakefile: lint, dry run, config errors, and the whole tiny pipeline against the shared mirror."""
 
+import base64
 import gzip
 import json
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import MIRROR, REPO
+from conftest import MIRROR, REPO, html_tables
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 TINY = REPO / "tests" / "integration"
@@ -47,8 +48,9 @@ RERUNS = {
     "decoding={beam_size: 3}": {"translate_test": 15, **SCORING, "score_translations": 15},
     # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
-        "backtranslate_part": 3, "build_synthetic_corpus": 1, "binarize_corpus": 1, "train_model": 2,
-        "translate_test": 3, **SCORING, "score_translations": 3, "plot_learning_curves": 2, "plot_comparison": 1,
+        "backtranslate_part": 3, "build_synthetic_corpus": 1, "render_synthetic_report": 1, "binarize_corpus": 1,
+        "train_model": 2, "translate_test": 3, **SCORING, "score_translations": 3, "plot_learning_curves": 2,
+        "plot_comparison": 1,
     },
 }  # fmt: skip
 
@@ -63,6 +65,14 @@ def check_reruns(workdir: Path) -> None:
     cleaning = planned_jobs(workdir, "cleaning={max_ratio: 8.5}")
     assert cleaning["clean_corpus"] == 1 and cleaning["clean_monolingual"] == 1 and cleaning["train_model"] == 10
     assert not cleaning.keys() & {"download_corpus", "prepare_eval_set"}
+    # A training corpus's own cleaning key: its cleaning, not the monolingual one's.
+    own = planned_jobs(workdir, "corpora={multi30k_train: {cleaning: {max_ratio: 8.5}}}")
+    assert own["clean_corpus"] == 1 and own["render_cleaning_report"] == 1 and own["train_model"] == 10
+    assert not own.keys() & {"download_corpus", "prepare_eval_set", "clean_monolingual"}
+    # A corpus weight: the trainings on the parallel data (and the reverse model's), not a data job.
+    weight = planned_jobs(workdir, "corpora={multi30k_train: {weight: 2}}")
+    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 10
+    assert not weight.keys() & {"download_corpus", "clean_corpus", "binarize_corpus", "binarize_reverse_corpus"}
     # The job's threads are not a setting of the experiment: fewer cores rerun nothing.
     assert planned_jobs(workdir, "--cores", "1") == Counter()
 
@@ -218,6 +228,37 @@ def test_archive_and_tsv_importers(tmp_path):
     assert (workdir / "results/data/archive/val_tar.manifest.json").exists()
 
 
+@needs_mirror
+def test_a_corpus_cleaning_key_reaches_only_that_corpus_jobs(tmp_path):
+    """Two training corpora cleaned (Multi30k task 1, and task 2's independent descriptions as a stand-in for a
+    second corpus): a cleaning key of one corpus changes the params of its clean_corpus job (and of its report
+    page) and nothing else; a weight changes no data job."""
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    desc = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task2/raw/train.2.{lang}.gz"
+    config["corpora"]["multi30k_desc"] = {"url": desc}
+    config["data"]["train"] = ["multi30k_train", "multi30k_desc"]
+    config["cleaning"] = {"max_pairs": 100}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    pages = [f"results/en-de/data/clean/{corpus}.report.html" for corpus in config["data"]["train"]]
+    out = snakemake("--cores", "2", *pages, "--config", f"mirror={MIRROR}", workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    own = "corpora={multi30k_desc: {cleaning: {langid: false}}}"
+    dry = snakemake("-n", *pages, "--config", f"mirror={MIRROR}", own, workdir=tmp_path)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    jobs = Counter(re.findall(r"^(?:local)?rule (\w+):", dry.stdout, flags=re.M))
+    assert jobs == Counter({"clean_corpus": 1, "render_cleaning_report": 1}), dry.stdout
+    assert re.findall(r"corpus=(\w+)", dry.stdout) == ["multi30k_desc", "multi30k_desc"]
+    weight = snakemake(
+        "-n", *pages, "--config", f"mirror={MIRROR}", "corpora={multi30k_desc: {weight: 2}}", workdir=tmp_path
+    )
+    assert weight.returncode == 0 and "Nothing to be done" in weight.stdout + weight.stderr
+    # Cleaned with it: the report page lists the corpus's settings.
+    out = snakemake("--cores", "2", *pages, "--config", f"mirror={MIRROR}", own, workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    settings = [html_tables((tmp_path / page).read_text())[1] for page in pages]
+    assert [dict(rows[1:])["langid"] for rows in settings] == ["true", "false"]
+
+
 @pytest.mark.slow
 @needs_mirror
 def test_tiny_pipeline_end_to_end(tmp_path):
@@ -327,21 +368,66 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
     check_reruns(workdir)
-    # Snakemake's HTML report: the tables, learning curves and cleaning reports, with the runtimes.
-    report = snakemake("--report", "report.html", "--config", f"mirror={MIRROR}", workdir=workdir)
-    assert report.returncode == 0, report.stderr[-3000:]
+    check_report(workdir)
+
+
+def report_items(html: str) -> dict[str, dict]:
+    """The items of Snakemake's HTML report by path (``results/...``): name, labels, caption, mime type, and
+    ``data_uri``, the file itself (embedded)."""
+    start = html.index("var results = ") + len("var results = ")
+    items, _ = json.JSONDecoder().raw_decode(html, start)
+    return items
+
+
+def embedded_text(item: dict) -> str:
+    """The text of a report item's embedded file (a base64 data URI)."""
+    header, data = item["data_uri"].split(",", 1)
+    assert header.endswith(";base64"), header
+    return base64.b64decode(data).decode("utf-8")
+
+
+def check_report(workdir: Path) -> None:
+    """Snakemake's HTML report of the tiny run shows the numbers on the page: each table and data report is an
+    embedded HTML page (shown inline; a CSV or JSON item would be a download link) with the values of its file."""
+    out = snakemake("--report", "report.html", "--config", f"mirror={MIRROR}", workdir=workdir)
+    assert out.returncode == 0, out.stderr[-3000:]
     html = (workdir / "report.html").read_text()
-    items = ["table.csv", "summary.csv", "en-de.comparison.png", "multi30k_train.report.tsv", "test_2016_flickr.json"]
-    items += [f"en-de.{model}.baseline.seed{seed}.png" for model in ("transformer", "rnn") for seed in (1, 2)]
-    for item in items:
-        assert item in html, item
-    assert html.count("report.json") >= 3, "the monolingual and both variants' back-translation reports"
+    items = report_items(html)
+    pages = [f"results/tables/{name}.html" for name in ("table", "summary", "scores", "significance")]
+    pages += ["results/en-de/data/clean/multi30k_train.report.html", "results/en-de/data/mono/mono.report.html"]
+    pages += [f"results/en-de/backtranslation/{variant}/report.html" for variant in ("bt_beam", "bt_sample_tagged")]
+    for page in pages:
+        assert items.get(page, {}).get("mime_type") == "text/html", page
+    plots = ["results/plots/en-de.comparison.png"]
+    plots += [
+        f"results/plots/en-de.{model}.baseline.seed{seed}.png" for model in ("transformer", "rnn") for seed in (1, 2)
+    ]
+    for plot in plots:
+        assert items.get(plot, {}).get("mime_type") == "image/png", plot
+    # The main table's page holds the cells of table.csv, as a browser shows them.
+    wide = pd.read_csv(workdir / "results/tables/table.csv", dtype=str, keep_default_na=False)
+    assert html_tables(embedded_text(items[pages[0]])) == [[list(wide.columns), *wide.values.tolist()]]
+    # Significance: every tested run's score and p-value.
+    significance = embedded_text(items["results/tables/significance.html"])
+    cells = {cell for table in html_tables(significance) for row in table for cell in row}
+    for record in json.loads((workdir / "results/en-de/significance/test_2016_flickr.json").read_text()):
+        assert f"{record['score']:.2f}" in cells, record
+        if record["p_value"] is not None:
+            assert f"{record['p_value']:.4f}" in {cell.removesuffix(" †") for cell in cells}, record
+    # The data reports: cleaning per filter, the monolingual sample, each variant's corpus.
+    [counts, _] = html_tables(embedded_text(items[pages[4]]))
+    assert ["kept", "400", f"{100 * 400 / 29000:.2f}%"] in counts and ["lines_in", "29,000", "100.00%"] in counts
+    [mono] = html_tables(embedded_text(items[pages[5]]))
+    assert mono[1][:2] == ["lines_in", "29,000"] and mono[-1][:2] == ["kept", "300"]
+    mixture, _ = html_tables(embedded_text(items[pages[7]]))
+    assert mixture[1][:4] == ["real pairs", "400", "×2", "800"]
     # The workflow description and the captions (rendered from workflow/report/*.rst).
     captions = ("Neural machine translation experiments", "The main result table, as papers print it",
                 "Paired bootstrap resampling", "back-translation variant bt_sample_tagged",
-                "Learning curves of rnn (baseline)")  # fmt: skip
+                "Learning curves of rnn (baseline)", "monolingual de sample")  # fmt: skip
     for text in captions:
         assert text in html, text
+    assert "significant gain" not in html and "significantly better" not in html, "† marks a difference"
 
 
 @pytest.mark.slow

@@ -123,8 +123,46 @@ def _subset(corpus: EncodedCorpus, keep: np.ndarray) -> EncodedCorpus:
     return EncodedCorpus(ids, offsets)
 
 
+def weighted_epoch(parts: np.ndarray, weights: list[float] | None, seed: int, epoch: int) -> np.ndarray | None:
+    """The sentences of one epoch when the corpora of a training set are weighted (upsampled or downsampled).
+
+    The corpora are consecutive runs of sentences, ``parts[k]`` of them for corpus k. A corpus of weight ``w``
+    takes part ``floor(w)`` times whole, plus a random ``round((w - floor(w)) * parts[k])`` of its sentences,
+    drawn again each epoch: weight 2 shows every pair twice per epoch, 0.5 a different half each epoch, 1.5 every
+    pair once and half of them twice. The draw depends only on ``(seed, epoch)``, so a resumed run replays it.
+    Only index arrays are built (4 bytes per drawn sentence when they fit in int32), never a copy of the corpus.
+
+    :param parts: shape (corpora,) sentences per corpus, in the order of the training set
+    :param weights: one weight > 0 per corpus; None (or all 1) for every sentence once
+    :return: shape (M,) the sentence indices of the epoch, a corpus after the other (:func:`token_batches`
+        sorts them); None when every weight is 1 (the epoch is every sentence once)
+    """
+    if weights is None or all(weight == 1 for weight in weights):
+        return None
+    if len(weights) != len(parts):
+        raise ValueError(f"{len(weights)} weights for {len(parts)} corpora")
+    rng = np.random.default_rng([seed, epoch, 1])  # not the stream of the batches' tie-break
+    total = int(sum(int(w) * n + round((w - int(w)) * n) for w, n in zip(weights, parts, strict=True)))
+    dtype = np.int32 if int(np.sum(parts)) < 2**31 else np.int64
+    sample, filled = np.empty(total, dtype=dtype), 0
+    starts = np.concatenate([[0], np.cumsum(parts)[:-1]])
+    for start, n, weight in zip(starts, parts, weights, strict=True):
+        whole, extra = int(weight), round((weight - int(weight)) * int(n))
+        for _ in range(whole):
+            sample[filled : filled + n] = np.arange(start, start + n, dtype=dtype)
+            filled += n
+        sample[filled : filled + extra] = start + rng.choice(int(n), size=extra, replace=False)
+        filled += extra
+    return sample
+
+
 def token_batches(
-    src_lengths: np.ndarray, trg_lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int
+    src_lengths: np.ndarray,
+    trg_lengths: np.ndarray,
+    batch_tokens: int,
+    seed: int,
+    epoch: int,
+    sample: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Group sentence indices into batches of about ``batch_tokens`` padded target tokens.
 
@@ -134,13 +172,19 @@ def token_batches(
 
     :param src_lengths: shape (N,) source lengths
     :param trg_lengths: shape (N,) target lengths
+    :param sample: shape (M,) the sentences of the epoch, a sentence possibly several times
+        (:func:`weighted_epoch`); None for every sentence once
     :return: list of index arrays, one per batch
     """
+    if sample is not None:
+        src_lengths, trg_lengths = src_lengths[sample], trg_lengths[sample]  # (M,) each
     rng = np.random.default_rng([seed, epoch])
     order = np.lexsort((rng.random(len(trg_lengths)), src_lengths, trg_lengths))
     if len(order) < 2**31:  # the epoch's order stays alive with its batches: 4 bytes per sentence, not 8
         order = order.astype(np.int32)
     longest = np.maximum(src_lengths, trg_lengths)[order]  # (N,) padded length of each sentence, in sorted order
+    if sample is not None:
+        order = sample[order]  # positions in the sample -> sentence indices
     batches, start = [], 0
     while start < len(order):  # a loop over batches; numpy does the sentences
         size = _batch_size(longest[start:], batch_tokens)

@@ -6,7 +6,8 @@ A training set binarized to the prefix ``P`` is five files:
   (``uint16`` when the vocabulary fits, else ``int32``);
 - ``P.src.offsets``, ``P.trg.offsets``: ``int64``; sentence ``i`` is ``ids[offsets[i] : offsets[i + 1]]``;
 - ``P.json``: the header: format version, pair and token counts, dtypes, the sha256 of both subword
-  models, the length limit and how many pairs it dropped, the text files.
+  models, the length limit and how many pairs it dropped, the text files and the pairs kept of each
+  (``file_pairs``: the corpora that training may weight, see :func:`nmt.data.batches.weighted_epoch`).
 
 Training maps them read-only (``np.memmap``): the pages belong to the page cache, which all the
 processes of a node share, so a process's own memory grows only by the sentence lengths and the
@@ -39,12 +40,13 @@ CHUNK_LINES = 32768  # pairs encoded at a time: a few MB of Python lists, whatev
 
 def read_pair_chunks(
     src_paths: list[Path], trg_paths: list[Path], chunk_lines: int = CHUNK_LINES
-) -> Iterator[tuple[list[str], list[str]]]:
-    """Aligned chunks of lines of each (source, target) file pair in turn, as ``read_lines`` reads them.
+) -> Iterator[tuple[int, list[str], list[str]]]:
+    """Aligned chunks of lines of each (source, target) file pair in turn, as ``read_lines`` reads them, each with
+    the number of its file pair (0, 1, ...).
 
     :raises DataError: for a missing file, or a pair of files with different line counts (naming both)
     """
-    for src_path, trg_path in zip(src_paths, trg_paths, strict=True):
+    for number, (src_path, trg_path) in enumerate(zip(src_paths, trg_paths, strict=True)):
         for path in (src_path, trg_path):
             if not Path(path).is_file():
                 raise DataError(f"{path}: file not found")
@@ -59,7 +61,7 @@ def read_pair_chunks(
                     raise DataError(f"{src_path} has {n_src} lines but {trg_path} has {n_trg}")
                 if not src_lines:
                     break
-                yield src_lines, trg_lines
+                yield number, src_lines, trg_lines
 
 
 def _flatten(pieces: list[list[int]], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -108,13 +110,14 @@ def binarize(
     dtypes = {side: np.dtype(np.uint16 if sp.get_piece_size() <= 1 << 16 else np.int32) for side, sp in sps.items()}
     paths = _paths(Path(out_prefix))
     pairs = dropped = 0
+    file_pairs = [0] * len(src_paths)
     tokens = dict.fromkeys(SIDES, 0)
     with atomic_paths(*paths.values()) as tmps:
         with ExitStack() as stack:
             files = {key: stack.enter_context(open(tmp, "wb")) for key, tmp in zip(paths, tmps, strict=True)}
             for side in SIDES:
                 files[f"{side}.offsets"].write(np.zeros(1, dtype=np.int64).tobytes())
-            for src_lines, trg_lines in read_pair_chunks(src_paths, trg_paths, CHUNK_LINES):
+            for number, src_lines, trg_lines in read_pair_chunks(src_paths, trg_paths, CHUNK_LINES):
                 pieces = {"src": src_lines, "trg": trg_lines}
                 pieces = {side: sps[side].encode(lines, num_threads=max(1, threads)) for side, lines in pieces.items()}
                 if max_length is not None:
@@ -124,6 +127,7 @@ def binarize(
                         dropped += len(src_lines) - len(keep)
                         pieces = {side: [p[i] for i in keep] for side, p in pieces.items()}
                 pairs += len(pieces["src"])
+                file_pairs[number] += len(pieces["src"])
                 for side in SIDES:
                     ids, lengths = _flatten(pieces[side], dtypes[side])
                     files[f"{side}.ids"].write(ids.tobytes())
@@ -131,7 +135,10 @@ def binarize(
                     tokens[side] += len(ids)
         if pairs == 0:
             raise DataError(f"{src_paths[0]}: no sentence pairs left to train on ({dropped} longer than {max_length})")
-    header = {"format": FORMAT, "pairs": pairs, "max_length": max_length, "dropped_by_length": dropped}
+    header = {
+        "format": FORMAT, "pairs": pairs, "max_length": max_length, "dropped_by_length": dropped,
+        "file_pairs": file_pairs,
+    }  # fmt: skip
     for side, spm_path, text_paths in (("src", src_spm, src_paths), ("trg", trg_spm, trg_paths)):
         header[side] = {
             "dtype": dtypes[side].name,
@@ -171,13 +178,15 @@ class CorpusSubset:
 @dataclass
 class BinarizedData:
     """A binarized training set mapped read-only; ``src`` and ``trg`` work like
-    :class:`nmt.data.batches.ParallelData`'s.
+    :class:`nmt.data.batches.ParallelData`'s. ``parts`` holds the pairs of each corpus (each pair of text files
+    binarized, in order): the sentences ``0 .. parts[0] - 1`` are the first corpus's, and so on.
     """
 
     src: EncodedCorpus | CorpusSubset
     trg: EncodedCorpus | CorpusSubset
     header: dict[str, Any]
     prefix: Path
+    parts: np.ndarray  # (corpora,) int64
 
     @classmethod
     def open(cls, prefix: str | Path) -> "BinarizedData":
@@ -201,7 +210,11 @@ class BinarizedData:
             ids = _map(paths[f"{side}.ids"], np.dtype(header[side]["dtype"]), header[side]["tokens"], path)
             offsets = _map(paths[f"{side}.offsets"], np.dtype(np.int64), header["pairs"] + 1, path)
             sides[side] = EncodedCorpus(ids, offsets)
-        return cls(sides["src"], sides["trg"], header, prefix)
+        # A header written before file_pairs existed counts one corpus (training cannot weight its corpora).
+        parts = np.array(header.get("file_pairs", [header["pairs"]]), dtype=np.int64)
+        if parts.sum() != header["pairs"] or (parts < 0).any():
+            raise DataError(f"{path}: file_pairs {parts.tolist()} do not add up to {header['pairs']} pairs")
+        return cls(sides["src"], sides["trg"], header, prefix, parts)
 
     def __len__(self) -> int:
         return len(self.src)
@@ -234,7 +247,21 @@ class BinarizedData:
         if len(keep) == 0:
             raise DataError(f"{header_path(self.prefix)}: no sentence pairs of at most {max_length} subwords")
         log.info("%d pairs longer than %d subwords left out", len(self) - len(keep), max_length)
-        return BinarizedData(CorpusSubset(self.src, keep), CorpusSubset(self.trg, keep), self.header, self.prefix)
+        bounds = np.searchsorted(keep, np.concatenate([[0], np.cumsum(self.parts)]))  # kept pairs before each corpus
+        return BinarizedData(
+            CorpusSubset(self.src, keep), CorpusSubset(self.trg, keep), self.header, self.prefix, np.diff(bounds)
+        )
+
+    def check_weights(self, weights: list[float] | None) -> None:
+        """Make sure there is one weight per corpus (:attr:`parts`), when there are weights.
+
+        :raises DataError: naming the header, for another number of weights
+        """
+        if weights is not None and len(weights) != len(self.parts):
+            raise DataError(
+                f"{header_path(self.prefix)}: {len(weights)} corpus weights for {len(self.parts)} corpora (pairs of "
+                "text files binarized; a set binarized before file_pairs were recorded counts one: binarize again)"
+            )
 
 
 def open_training_data(prefix: str | Path, src_spm: str | Path, trg_spm: str | Path, max_length: int) -> BinarizedData:

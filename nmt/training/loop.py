@@ -17,7 +17,7 @@ import torch
 from nmt.atomic import write_text
 from nmt.checkpoint import average_snapshots, load_checkpoint, save_checkpoint
 from nmt.config import ModelMeta, TrainConfig
-from nmt.data.batches import Batch, make_batch, token_batches
+from nmt.data.batches import Batch, make_batch, token_batches, weighted_epoch
 from nmt.data.binarize import BinarizedData, binarize, open_training_data
 from nmt.data.subword import load_subword
 from nmt.device import autocast, get_device, grad_scaler
@@ -166,9 +166,14 @@ def _start(
             binarize(*text, src_spm, trg_spm, train_data, config.max_length, max(1, config.threads))
         world.barrier()
     data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
+    data.check_weights(config.corpus_weights)
     dev = DevSet.load(dev_src, dev_ref, src_sp, trg_sp)
     get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
+    if config.corpus_weights is not None:
+        drawn = weighted_epoch(data.parts, config.corpus_weights, config.seed, 1)
+        log.info("corpus weights %s of the corpora of %s pairs: %d pairs per epoch", config.corpus_weights,
+                 data.parts.tolist(), len(data) if drawn is None else len(drawn))  # fmt: skip
     if world.size > 1:
         log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
 
@@ -201,9 +206,12 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     done = progress["bad_evals"] >= config.patience or spent(progress, config) >= 1 or is_annealed_out(progress, config)
     window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}  # since the last log line
     while not done and progress["epoch"] <= config.max_epochs:
+        sample = weighted_epoch(trainer.data.parts, config.corpus_weights, config.seed, progress["epoch"])
         batches = token_batches(
-            trainer.data.src.lengths, trainer.data.trg.lengths, config.batch_tokens, config.seed, progress["epoch"]
-        )
+            trainer.data.src.lengths, trainer.data.trg.lengths, config.batch_tokens, config.seed, progress["epoch"],
+            sample,
+        )  # fmt: skip
+        del sample  # the batches hold their own copy of its indices
         # One update consumes accum_steps batches; resume skips the batches already consumed.
         while progress["batch"] + config.accum_steps <= len(batches):
             tick = time.perf_counter()

@@ -3,6 +3,12 @@
 # real + synthetic corpus of each variant. train_model then trains the {stage}={variant} systems on it.
 
 
+# Writing the reports as HTML pages takes a second: on a cluster it runs where Snakemake runs.
+localrules:
+    render_mono_report,
+    render_synthetic_report,
+
+
 # Clean the monolingual corpora of the target language into one sample, without dev/test sentences.
 rule clean_monolingual:
     input:
@@ -10,13 +16,7 @@ rule clean_monolingual:
         exclude=expand("results/{{src}}-{{trg}}/data/eval/{corpus}.{{trg}}", corpus=EXPERIMENT.data.eval_sets),
     output:
         mono="results/{src}-{trg}/data/mono/mono.{trg}",
-        report=report(
-            "results/{src}-{trg}/data/mono/mono.report.json",
-            caption="../report/mono.rst",
-            category="Back-translation",
-            subcategory="{src}-{trg}",
-            labels={"report": "monolingual cleaning", "variant": "all"},
-        ),
+        report="results/{src}-{trg}/data/mono/mono.report.json",
     params:
         cleaning=plain(EXPERIMENT.cleaning),
         max_sentences=BT.max_sentences,
@@ -115,13 +115,7 @@ rule build_synthetic_corpus:
     output:
         src="results/{src}-{trg}/backtranslation/{variant}/train.{src}",
         trg="results/{src}-{trg}/backtranslation/{variant}/train.{trg}",
-        report=report(
-            "results/{src}-{trg}/backtranslation/{variant}/report.json",
-            caption="../report/synthetic.rst",
-            category="Back-translation",
-            subcategory="{src}-{trg}",
-            labels={"report": "synthetic corpus", "variant": "{variant}"},
-        ),
+        report="results/{src}-{trg}/backtranslation/{variant}/report.json",
     params:
         synthetic=ask(EXPERIMENT.synthetic, "variant"),
         seed=BT.seed,
@@ -134,3 +128,43 @@ rule build_synthetic_corpus:
         "../../envs/nmt.yaml"
     script:
         "../scripts/build_synthetic_corpus.py"
+
+
+# The monolingual cleaning report as an HTML page, which Snakemake's report shows on the page.
+rule render_mono_report:
+    input:
+        report="results/{src}-{trg}/data/mono/mono.report.json",
+    output:
+        html=report(
+            "results/{src}-{trg}/data/mono/mono.report.html",
+            caption="../report/mono.rst",
+            category="Back-translation",
+            subcategory="{src}-{trg}",
+            labels={"report": "monolingual cleaning", "variant": "all"},
+        ),
+    log:
+        "results/logs/render_mono_report/{src}-{trg}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/render_mono_report.py"
+
+
+# A variant's back-translation report as an HTML page, which Snakemake's report shows on the page.
+rule render_synthetic_report:
+    input:
+        report="results/{src}-{trg}/backtranslation/{variant}/report.json",
+    output:
+        html=report(
+            "results/{src}-{trg}/backtranslation/{variant}/report.html",
+            caption="../report/synthetic.rst",
+            category="Back-translation",
+            subcategory="{src}-{trg}",
+            labels={"report": "synthetic corpus", "variant": "{variant}"},
+        ),
+    log:
+        "results/logs/render_synthetic_report/{src}-{trg}.{variant}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/render_synthetic_report.py"

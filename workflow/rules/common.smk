@@ -96,7 +96,13 @@ def get_corpus(wildcards):
 
 
 def get_corpus_settings(wildcards):
-    return plain(get_corpus(wildcards))
+    """What fetching a corpus depends on (not its cleaning keys or weight: changing those fetches nothing)."""
+    return get_corpus(wildcards).import_settings()
+
+
+def get_cleaning(wildcards):
+    """The cleaning of one training corpus: the cleaning section with the corpus's own cleaning keys."""
+    return plain(EXPERIMENT.corpus_cleaning(defined("corpora", wildcards.corpus, list(EXPERIMENT.corpora))))
 
 
 def get_corpus_sources(wildcards):
@@ -127,6 +133,16 @@ def get_corpus_files(role, side):
     return inputs
 
 
+def get_report_pages():
+    """The HTML pages of the data reports that Snakemake's report shows (the result tables' come with them): each
+    training corpus's cleaning, and with back-translation the monolingual sample and each variant's corpus."""
+    pages = expand("results/{pair}/data/clean/{corpus}.report.html", pair=EXPERIMENT.pairs, corpus=EXPERIMENT.data.train)
+    if BT.models:
+        pages += expand("results/{pair}/data/mono/mono.report.html", pair=EXPERIMENT.pairs)
+        pages += expand("results/{pair}/backtranslation/{variant}/report.html", pair=EXPERIMENT.pairs, variant=BT.variants)
+    return pages
+
+
 def get_bt_parts(wildcards):
     """Input function (after the split checkpoint): the monolingual parts and their back-translations."""
     parts_dir = checkpoints.split_monolingual.get(src=wildcards.src, trg=wildcards.trg).output.parts
@@ -150,12 +166,26 @@ def get_run_files(name):
     ]
 
 
+def training_params(training):
+    """A TrainConfig as the plain dict of a param, without ``corpus_weights`` when no corpus is weighted: the params
+    of a config without weights stay those recorded before the key existed, so its trained models are not rerun."""
+    params = plain(training)
+    if params["corpus_weights"] is None:
+        del params["corpus_weights"]
+    return params
+
+
 def get_training(wildcards):
-    return plain(EXPERIMENT.training(get_model(wildcards).name, int(wildcards.seed), wildcards.trg))
+    model = get_model(wildcards).name
+    return training_params(EXPERIMENT.training(model, int(wildcards.seed), wildcards.trg, wildcards.stage))
+
+
+def get_label_smoothing(wildcards):
+    return get_model(wildcards).training.label_smoothing
 
 
 def get_reverse_training(wildcards):
-    return plain(EXPERIMENT.reverse_training(wildcards.src))
+    return training_params(EXPERIMENT.reverse_training(wildcards.src))
 
 
 def get_system(wildcards, input):

@@ -4,6 +4,7 @@
 localrules:
     fetch_archive,
     download_corpus,
+    render_cleaning_report,
 
 
 # Fetch the one file that holds all languages of a corpus: a zip/tar archive, a TSV file, an OPUS zip.
@@ -42,7 +43,8 @@ rule download_corpus:
         "../scripts/download_corpus.py"
 
 
-# Clean one training corpus of a pair: normalize, filter, decontaminate, deduplicate; keep the sides aligned.
+# Clean one training corpus of a pair (the cleaning section, with the corpus's own cleaning keys): normalize, filter,
+# decontaminate, deduplicate; keep the sides aligned.
 rule clean_corpus:
     input:
         src="results/data/download/{corpus}.{src}",
@@ -51,16 +53,10 @@ rule clean_corpus:
     output:
         src="results/{src}-{trg}/data/clean/{corpus}.{src}",
         trg="results/{src}-{trg}/data/clean/{corpus}.{trg}",
-        report=report(
-            "results/{src}-{trg}/data/clean/{corpus}.report.tsv",
-            caption="../report/cleaning.rst",
-            category="Data",
-            subcategory="{src}-{trg}",
-            labels={"corpus": "{corpus}", "report": "cleaning"},
-        ),
+        report="results/{src}-{trg}/data/clean/{corpus}.report.tsv",
         summary="results/{src}-{trg}/data/clean/{corpus}.report.md",
     params:
-        cleaning=plain(EXPERIMENT.cleaning),
+        cleaning=get_cleaning,
         sources=get_corpus_sources,
     log:
         "results/logs/clean_corpus/{src}-{trg}.{corpus}.log",
@@ -74,6 +70,28 @@ rule clean_corpus:
         "../../envs/nmt.yaml"
     script:
         "../scripts/clean_corpus.py"
+
+
+# The cleaning report of a training corpus as an HTML page, which Snakemake's report shows on the page.
+rule render_cleaning_report:
+    input:
+        report="results/{src}-{trg}/data/clean/{corpus}.report.tsv",
+    output:
+        html=report(
+            "results/{src}-{trg}/data/clean/{corpus}.report.html",
+            caption="../report/cleaning.rst",
+            category="Data",
+            subcategory="{src}-{trg}",
+            labels={"corpus": "{corpus}", "report": "cleaning"},
+        ),
+    params:
+        cleaning=get_cleaning,
+    log:
+        "results/logs/render_cleaning_report/{src}-{trg}.{corpus}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/render_cleaning_report.py"
 
 
 # Prepare a dev or test set: normalize the source like the training data, keep the reference verbatim.

@@ -60,13 +60,7 @@ rule significance:
             run=EXPERIMENT.compared_runs(),
         ),
     output:
-        tests=report(
-            "results/{src}-{trg}/significance/{test}.json",
-            caption="../report/significance.rst",
-            category="Significance",
-            subcategory="{src}-{trg}",
-            labels={"test set": "{test}"},
-        ),
+        tests="results/{src}-{trg}/significance/{test}.json",
     params:
         n_samples=EXPERIMENT.tables.bootstrap_samples,
         seed=EXPERIMENT.tables.bootstrap_seed,
@@ -95,26 +89,36 @@ rule collect_scores:
         ),
         tests=expand("results/{pair}/significance/{test}.json", pair=EXPERIMENT.pairs, test=EXPERIMENT.data.test),
     output:
-        csv=report(
-            "results/tables/scores.csv",
-            caption="../report/scores.rst",
-            category="Results",
-            labels={"table": "3. every run (long)"},
-        ),
+        csv="results/tables/scores.csv",
         md="results/tables/scores.md",
-        summary=report(
-            "results/tables/summary.csv",
+        summary="results/tables/summary.csv",
+        wide_md="results/tables/table.md",
+        wide_tex="results/tables/table.tex",
+        wide_csv="results/tables/table.csv",
+        # The tables as HTML pages, which Snakemake's report shows on the page (a CSV would be a download link).
+        table_html=report(
+            "results/tables/table.html",
+            caption="../report/table.rst",
+            category="Results",
+            labels={"table": "1. main results: systems x pairs (as in papers)"},
+        ),
+        summary_html=report(
+            "results/tables/summary.html",
             caption="../report/summary.rst",
             category="Results",
             labels={"table": "2. per system, mean ± std over seeds"},
         ),
-        wide_md="results/tables/table.md",
-        wide_tex="results/tables/table.tex",
-        wide_csv=report(
-            "results/tables/table.csv",
-            caption="../report/table.rst",
+        scores_html=report(
+            "results/tables/scores.html",
+            caption="../report/scores.rst",
             category="Results",
-            labels={"table": "1. main results: systems x pairs (as in papers)"},
+            labels={"table": "3. every run (long)"},
+        ),
+        significance_html=report(
+            "results/tables/significance.html",
+            caption="../report/significance.rst",
+            category="Results",
+            labels={"table": "4. significance against the baseline"},
         ),
     params:
         tables=plain(EXPERIMENT.tables),
@@ -126,7 +130,7 @@ rule collect_scores:
         "../scripts/collect_scores.py"
 
 
-# Learning curves of one system's first seed: train loss, validation loss and BLEU per update.
+# Learning curves of one seed of a system: train loss, dev loss and dev BLEU per update, with a note on the losses.
 rule plot_learning_curves:
     input:
         summary="results/{src}-{trg}/{model}/{stage}/seed{seed}/model/summary.json",
@@ -138,6 +142,8 @@ rule plot_learning_curves:
             subcategory="{src}-{trg}",
             labels={"model": "{model}", "stage": "{stage}", "seed": "{seed}"},
         ),
+    params:
+        label_smoothing=get_label_smoothing,
     log:
         "results/logs/plot_learning_curves/{src}-{trg}.{model}.{stage}.seed{seed}.log",
     conda:
@@ -146,7 +152,7 @@ rule plot_learning_curves:
         "../scripts/plot_learning_curves.py"
 
 
-# One figure comparing the systems of a pair (validation BLEU and train loss per update).
+# One figure comparing the systems of a pair (first seed): dev BLEU per update and per training minute, train loss.
 rule plot_comparison:
     input:
         summaries=expand(
@@ -164,6 +170,7 @@ rule plot_comparison:
         ),
     params:
         labels=[f"{system.model}/{system.stage}" for system in EXPERIMENT.systems],
+        seed=EXPERIMENT.seeds[0],
     log:
         "results/logs/plot_comparison/{src}-{trg}.log",
     conda:

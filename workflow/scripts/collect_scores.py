@@ -1,7 +1,8 @@
-"""Rule collect_scores: every score record into the long, per-system and wide result tables."""
+"""Rule collect_scores: every score record into the long, per-system and wide result tables, and their HTML pages."""
 
 from nmt.config import TablesConfig, from_dict
 from nmt.entry import entry_point
+from nmt.evaluation.report import write_result_pages
 from nmt.evaluation.significance import read_significance, significance_frame
 from nmt.evaluation.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
 
@@ -16,3 +17,14 @@ with entry_point(snakemake.log[0]):
         summary, tuple(tables.metrics), significance_frame(tests, long), published=tables.published
     )
     write_wide(wide, notes, snakemake.output.wide_md, snakemake.output.wide_tex, snakemake.output.wide_csv)
+    write_result_pages(
+        long,
+        summary,
+        wide,
+        notes,
+        tests,
+        table_html=snakemake.output.table_html,
+        summary_html=snakemake.output.summary_html,
+        scores_html=snakemake.output.scores_html,
+        significance_html=snakemake.output.significance_html,
+    )

@@ -1,4 +1,4 @@
-"""Rule plot_learning_curves: train loss, validation loss and BLEU per update of one model."""
+"""Rule plot_learning_curves: train loss, dev loss and BLEU per update of one model, with a note on the losses."""
 
 from pathlib import Path
 
@@ -11,4 +11,5 @@ with entry_point(snakemake.log[0]):
         Path(snakemake.input.summary).parent,
         f"{w.src}-{w.trg} {w.model} ({w.stage}, seed {w.seed})",
         snakemake.output.png,
+        label_smoothing=snakemake.params.label_smoothing,
     )
