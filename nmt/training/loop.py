@@ -119,7 +119,6 @@ class Trainer:
     dev: DevSet
     trained: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
     criterion: LabelSmoothedCrossEntropy
-    scaler: torch.amp.GradScaler  # loss scaling for float16 (GPUs without bfloat16), else a pass-through
     curves: Curves | None  # rank 0 only
 
     @property
@@ -178,7 +177,7 @@ def _start(
         init_weights(model, config.init_from, src_spm, trg_spm, device)
     if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
         torch.manual_seed(config.seed + world.rank)
-    state = TrainState(model, make_optimizer(model, config))
+    state = TrainState(model, make_optimizer(model, config), grad_scaler(device, config.bf16))
     if last.exists():
         state.restore(last, device, world, config.seed)
     curves = None
@@ -189,13 +188,17 @@ def _start(
         trained = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    criterion, scaler = LabelSmoothedCrossEntropy(config.label_smoothing), grad_scaler(device, config.bf16)
-    return Trainer(config, world, device, ckpt_dir, data, dev, trained, criterion, scaler, curves), state
+    criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
+    return Trainer(config, world, device, ckpt_dir, data, dev, trained, criterion, curves), state
 
 
 def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     """Update from the state's position until early stopping, the budget (``max_steps``, ``max_minutes``),
-    ``max_epochs`` or annealing ends it."""
+    ``max_epochs`` or annealing ends it.
+
+    An update that float16 overflow skipped consumed its batches and its time but is not counted, as in
+    fairseq: the step, the schedule and the tokens trained on advance with real updates only.
+    """
     config, progress = trainer.config, state.progress
     state.model.train()
     done = progress["bad_evals"] >= config.patience or spent(progress, config) >= 1 or is_annealed_out(progress, config)
@@ -208,16 +211,24 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
         while progress["batch"] + config.accum_steps <= len(batches):
             tick = time.perf_counter()
             group = [batches[progress["batch"] + i] for i in range(config.accum_steps)]
-            loss_sum, n_tokens, lr = update(trainer, state, group)
-            progress["step"] += 1
+            loss_sum, n_tokens, lr, applied = update(trainer, state, group)
             progress["batch"] += config.accum_steps
-            progress["tokens"] += n_tokens
             progress["train_seconds"] += time.perf_counter() - tick
             if config.max_minutes and trainer.world.size > 1:  # one clock for all: the schedule and the stop
                 progress["train_seconds"] = trainer.world.sum([progress["train_seconds"]])[0] / trainer.world.size
-            window["loss"] += loss_sum
-            window["tokens"] += n_tokens
-            after_update(trainer, state, window, lr, len(batches), stop)
+            if applied:
+                progress["step"] += 1
+                progress["tokens"] += n_tokens
+                window["loss"] += loss_sum
+                window["tokens"] += n_tokens
+                after_update(trainer, state, window, lr, len(batches), stop)
+            else:
+                progress["skipped"] += 1
+                log.info(
+                    "float16 gradients overflowed: update skipped (%d so far), loss scale lowered to %g",
+                    progress["skipped"], state.scaler.get_scale(),
+                )  # fmt: skip
+                stop_on_signal(trainer, state, stop)
             if progress["bad_evals"] >= config.patience or spent(progress, config) >= 1:
                 done = True
                 break
@@ -230,16 +241,18 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
             progress["batch"] = 0
 
 
-def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tuple[float, int, float]:
+def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tuple[float, int, float, bool]:
     """One optimizer update on the ``accum_steps`` batches of ``group``, each shared among the processes.
 
     The loss is a sum over the update's target tokens, divided by their number over all processes'
     shares, so the gradient is the same for any number of processes.
 
     :param group: sentence indices of each batch
-    :return: this process's summed loss, the update's target tokens (all processes), the learning rate
+    :return: this process's summed loss, the update's target tokens (all processes), the learning rate, and
+        whether the update was made (False: float16 gradients overflowed, so the scaler skipped it and lowered
+        its scale; every process sees the same summed gradients, so all skip together)
     """
-    config, world, optimizer, scaler = trainer.config, trainer.world, state.optimizer, trainer.scaler
+    config, world, optimizer, scaler = trainer.config, trainer.world, state.optimizer, state.scaler
     optimizer.zero_grad(set_to_none=True)
     n_tokens = int(sum(trainer.data.trg.lengths[indices].sum() for indices in group))  # EOS included
     loss_sum = 0.0
@@ -261,9 +274,10 @@ def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tupl
     lr = get_lr(state.progress, config)
     for param_group in optimizer.param_groups:
         param_group["lr"] = lr
+    scale = scaler.get_scale() if scaler.is_enabled() else None  # a host sync, with float16 only
     scaler.step(optimizer)  # optimizer.step(), skipped when float16 gradients overflowed
-    scaler.update()
-    return loss_sum, n_tokens, lr
+    scaler.update()  # lowers the scale after an overflow, and only then
+    return loss_sum, n_tokens, lr, scale is None or scaler.get_scale() >= scale
 
 
 def batch_loss(trainer: Trainer, batch: Batch) -> torch.Tensor:
@@ -293,10 +307,15 @@ def after_update(
         keep_snapshot(trainer, state)  # before last.pt: a crash between the two redoes this step identically
         state.save(trainer.last, trainer.world)
         log.info("checkpoint at step %d: %s", step, trainer.last)
+    stop_on_signal(trainer, state, stop)
+
+
+def stop_on_signal(trainer: Trainer, state: TrainState, stop: Stop) -> None:
+    """If any process got SIGTERM/SIGINT: save ``last.pt`` and stop with a message (a collective)."""
     if trainer.world.any(stop.signal is not None):
         state.save(trainer.last, trainer.world)
         raise TrainingError(
-            f"training stopped by signal {stop.signal or signal.SIGTERM} at step {step}; "
+            f"training stopped by signal {stop.signal or signal.SIGTERM} at step {state.progress['step']}; "
             f"checkpoint saved to {trainer.last}; run the same command again to resume"
         )
 
@@ -437,6 +456,7 @@ def _finish(
         "arch": model.spec["arch"],
         "parameters": model.n_parameters(),
         "steps": progress["step"],
+        "skipped_updates": progress["skipped"],  # float16 overflows
         "epochs": progress["epoch"],
         "train_seconds": round(progress["train_seconds"], 1),
         "train_tokens": progress["tokens"],
