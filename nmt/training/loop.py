@@ -31,7 +31,7 @@ from nmt.training.distributed import World, close_world, init_world, shard
 from nmt.training.loss import LabelSmoothedCrossEntropy
 from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, make_optimizer, spent
 from nmt.training.state import TrainState
-from nmt.training.validation import DevSet, validate
+from nmt.training.validation import DevSet, dev_batch_tokens, validate
 
 log = logging.getLogger(__name__)
 
@@ -348,7 +348,7 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     improved; else count a validation without gain (early stopping)."""
     config, progress = trainer.config, state.progress
     world = trainer.world
-    scores = world.broadcast(validate(state.model, trainer.dev, config, trainer.device) if world.is_main else None)
+    scores = world.broadcast(score_dev(trainer, state.model) if world.is_main else None)
     state.history.append({"step": progress["step"], **scores, "seconds": round(progress["train_seconds"], 1)})
     if trainer.curves:
         trainer.curves.add_valid(state.history[-1])
@@ -364,6 +364,13 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
         progress["step"], scores["loss"], scores["ppl"], scores["bleu"], config.valid_metric, progress["best"],
         progress["bad_evals"],
     )  # fmt: skip
+
+
+def score_dev(trainer: Trainer, model: Seq2Seq) -> dict[str, Any]:
+    """:func:`nmt.training.validation.validate` of ``model`` by this process alone, on dev batches of one
+    process's share of a training batch (:func:`nmt.training.validation.dev_batch_tokens`)."""
+    config = trainer.config
+    return validate(model, trainer.dev, config, trainer.device, dev_batch_tokens(config, trainer.world.size))
 
 
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
@@ -393,7 +400,7 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     config, model = trainer.config, state.model
     steps, weights = average_snapshots(trainer.ckpt_dir, state.progress["step"], config.average_last)
     model.load_state_dict(weights)
-    valid = validate(model, trainer.dev, config, trainer.device)
+    valid = score_dev(trainer, model)
     log.info(
         "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f (best checkpoint: %s %.3f)",
         steps, valid["loss"], valid["ppl"], valid["bleu"], config.valid_metric, state.progress["best"],
