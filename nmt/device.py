@@ -50,5 +50,9 @@ def for_decoding(model: torch.nn.Module, device: torch.device, bf16: str = "auto
 
 
 def grad_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradScaler:
-    """Loss scaling for float16 training (its gradients underflow without); a pass-through otherwise."""
-    return torch.amp.GradScaler("cuda", enabled=mixed_precision(device, bf16) == torch.float16)
+    """Loss scaling for float16 training (its gradients underflow without); a pass-through otherwise.
+
+    Its scale changes as training goes, so a training checkpoint holds its state
+    (:class:`nmt.training.state.TrainState`).
+    """
+    return torch.amp.GradScaler(device.type, enabled=mixed_precision(device, bf16) == torch.float16)

@@ -1,11 +1,18 @@
 """runtime ctranslate2: CTranslate2's greedy search writes ours, token for token, through translate_file."""
 
 import pytest
-from conftest import make_toy_corpus
+import torch
+from conftest import make_toy_corpus, tiny_model
 
 from nmt.config import DecodeConfig
+from nmt.data.batches import pad
+from nmt.data.subword import load_subword
+from nmt.decoding.ctranslate2 import ct2_search, load_translator
+from nmt.decoding.search import greedy_search
 from nmt.decoding.translation import translate_file
 from nmt.errors import ConfigError
+from nmt.model_dir import write_model
+from nmt.vocab import BOS, EOS, PAD, UNK
 
 pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
 
@@ -55,3 +62,34 @@ def test_beam_and_ensembles_are_refused(trained_model, tmp_path):
     with pytest.raises(ConfigError, match="one model, not an ensemble of 2"):
         config = DecodeConfig(method="greedy", runtime="ctranslate2")
         translate_file([model_dir, model_dir], src, tmp_path / "hyp", config)
+
+
+def favouring_model(spm_path, ranking: list[int]):
+    """An untrained Transformer whose decoder prefers the tokens of ``ranking`` (the first most) to all others,
+    whatever the input: the final norm gives every position the same vector."""
+    sp = load_subword(spm_path)
+    model = tiny_model("transformer", sp.get_piece_size(), tie_output=False)
+    with torch.no_grad():
+        model.decoder.final_norm.weight.zero_()
+        model.decoder.final_norm.bias.zero_()
+        model.decoder.final_norm.bias[0] = 1.0
+        model.decoder.output.weight[:, 0] = 0.0
+        for rank, token in enumerate(ranking):
+            model.decoder.output.weight[token, 0] = 10.0 * (len(ranking) - rank)
+    return model, sp
+
+
+@pytest.mark.parametrize("method", ["greedy", "sample"])
+def test_no_empty_output_and_never_pad_or_bos(toy_spm, tmp_path, method):
+    """As our search: a model that prefers EOS, PAD, BOS, then UNK writes UNK then EOS by greedy search (equal
+    to ours), and sampling draws none of them first (UNK is not sampled either)."""
+    model, sp = favouring_model(toy_spm["en"], [EOS, PAD, BOS, UNK])
+    write_model(tmp_path, {"spec": model.spec, "model": model.state_dict()}, toy_spm["en"], toy_spm["en"])
+    lines, _ = make_toy_corpus(6, seed=15)
+    src = pad([ids + [EOS] for ids in sp.encode(lines)])
+    search = ct2_search(load_translator(tmp_path, torch.device("cpu"), 1), sp, sp, DecodeConfig(method=method))
+    hyps = search(src, 1.5, 10)
+    if method == "greedy":
+        assert hyps == greedy_search(model, src) == [[UNK]] * len(lines)
+    else:
+        assert all(hyp and not {PAD, BOS, UNK} & set(hyp) for hyp in hyps), hyps

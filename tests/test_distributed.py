@@ -11,8 +11,11 @@ import time
 import numpy as np
 import pytest
 import torch
+import torch.distributed as dist
 from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config, write_lines
 
+import nmt.training.loop as loop
+import nmt.training.validation as validation
 from nmt.checkpoint import load_checkpoint
 from nmt.data.binarize import binarize
 from nmt.errors import TrainingError
@@ -199,6 +202,37 @@ def test_two_processes_equal_one(toy_corpus, toy_spm, tmp_path, model):
     text = log.read_text()
     assert "data parallel: 2 processes" in text and "step 12 |" in text
     assert text.count("validation at step 12") == 1  # rank 0 logs, the other rank only warnings
+
+
+def test_rank_0_validates_on_batches_of_one_process_share(toy_corpus, toy_spm, tmp_path, monkeypatch):
+    """Rank 0 scores the dev set alone: with 2 processes its dev batches hold batch_tokens / 2 tokens, the forward
+    pass each process makes in training, not the whole batch_tokens (8 GPUs at 65k tokens: 12 GB of logits).
+
+    Rank 0 of 2 alone in a gloo group of 1: validation runs as in a job of 2 processes without a second one.
+    """
+    seen = []
+    token_batches = validation.token_batches
+
+    def recorded(src_lengths, trg_lengths, batch_tokens, **kwargs):
+        seen.append(batch_tokens)
+        return token_batches(src_lengths, trg_lengths, batch_tokens, **kwargs)
+
+    monkeypatch.setattr(validation, "token_batches", recorded)
+    paths = files(toy_corpus, toy_spm, tmp_path)
+    config = tiny_train_config(batch_tokens=400, average_last=1)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        world = World(rank=0, size=2, group=dist.group.WORLD)
+        trainer, state = loop._start(
+            NO_DROPOUT, config, ([paths["train_src"]], [paths["train_trg"]]), paths["dev_src"], paths["dev_ref"],
+            paths["src_spm"], paths["trg_spm"], tmp_path, torch.device("cpu"), world,
+        )  # fmt: skip
+        loop.validate_and_keep_best(trainer, state)
+        loop.keep_snapshot(trainer, state)
+        loop.average_last(trainer, state)
+    finally:
+        dist.destroy_process_group()
+    assert seen == [200, 200] and state.history[0]["loss"] > 0
 
 
 def test_resume_with_two_processes_continues_a_one_process_run(toy_corpus, toy_spm, tmp_path):

@@ -6,7 +6,11 @@ import sys
 
 import pytest
 import torch
+from conftest import run_training
 
+import nmt.device
+import nmt.training.loop as loop
+from nmt.checkpoint import TRAINING_KEYS, load_checkpoint
 from nmt.device import autocast, autocast_dtype, grad_scaler
 
 
@@ -35,6 +39,63 @@ def test_cpu_training_does_not_scale_the_loss(bf16):
     with autocast(cpu, bf16):
         dtype = torch.ones(2, 2).matmul(torch.ones(2, 2)).dtype
     assert dtype == (torch.bfloat16 if bf16 == "on" else torch.float32)
+
+
+def test_float16_loss_scaling_is_on_the_training_device(monkeypatch):
+    """The scaler works on the device that trains (a CUDA scaler on a CPU-only machine disables itself)."""
+    monkeypatch.setattr(nmt.device, "mixed_precision", lambda device, bf16="auto": torch.float16)
+    scaler = grad_scaler(torch.device("cpu"))
+    assert scaler.is_enabled() and scaler.state_dict()["scale"] == 2.0**16
+
+
+def overflowing_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradScaler:
+    """A loss scaler at the top of float32's range that raises its scale again after every 2 good updates."""
+    return torch.amp.GradScaler(device.type, init_scale=2.0**127, growth_interval=2)
+
+
+def test_overflowed_updates_are_not_counted_and_resume_exactly(toy_corpus, toy_spm, tmp_path, monkeypatch):
+    """An update skipped for overflowed gradients does not count as one (step, schedule, tokens), as in fairseq,
+    and last.pt holds the loss scaler's state: a resumed run ends where an uninterrupted one does.
+
+    Overflows come and go as in float16 training, here on a CPU in float32: the scaler starts at the top of
+    float32's range and grows again after 2 good updates, and the loss is 1024 times larger (Adam hardly
+    notices: it divides the gradients by their root mean square).
+    """
+    monkeypatch.setattr("nmt.training.loop.grad_scaler", overflowing_scaler)
+    batch_loss = loop.batch_loss
+    monkeypatch.setattr(loop, "batch_loss", lambda trainer, batch: batch_loss(trainer, batch) * 1024.0)
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    options = {"valid_every": 10, "log_every": 5, "checkpoint_every": 5}
+    summary = run_training(toy_corpus, toy_spm, straight, max_steps=20, **options)
+    a = load_checkpoint(straight / "checkpoints/last.pt", keys=TRAINING_KEYS)
+    adam_steps = {int(p["step"]) for p in a["optimizer"]["state"].values()}
+    assert adam_steps == {a["progress"]["step"]} == {20} == {summary["steps"]}, "the updates Adam made"
+    assert a["progress"]["skipped"] == summary["skipped_updates"] > 5
+    assert a["scaler"]["scale"] < 2.0**127 and a["scaler"]["growth_interval"] == 2
+
+    run_training(toy_corpus, toy_spm, resumed, max_steps=10, **options)
+    run_training(toy_corpus, toy_spm, resumed, max_steps=20, **options)
+    b = load_checkpoint(resumed / "checkpoints/last.pt", keys=TRAINING_KEYS)
+    assert b["scaler"] == a["scaler"]
+    assert b["progress"] == a["progress"] | {"train_seconds": b["progress"]["train_seconds"]}
+    for name, tensor in a["model"].items():
+        torch.testing.assert_close(b["model"][name], tensor, rtol=0, atol=0, msg=name)
+
+
+def float16_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradScaler:
+    """A float16 loss scaler that overflows from time to time: a high start, growth after 2 good updates."""
+    return torch.amp.GradScaler(device.type, init_scale=2.0**24, growth_interval=2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="float16 loss scaling of a GPU")
+def test_float16_training_on_a_gpu_counts_real_updates_and_saves_the_scaler(toy_corpus, toy_spm, tmp_path, monkeypatch):
+    """Real float16 autocast (also on a GPU with bfloat16), a scaler that overflows from time to time."""
+    monkeypatch.setattr(nmt.device, "mixed_precision", lambda device, bf16="auto": torch.float16)
+    monkeypatch.setattr(loop, "grad_scaler", float16_scaler)
+    summary = run_training(toy_corpus, toy_spm, tmp_path, max_steps=30, valid_every=30, device="cuda")
+    ckpt = load_checkpoint(tmp_path / "checkpoints/last.pt", keys=TRAINING_KEYS)
+    assert {int(p["step"]) for p in ckpt["optimizer"]["state"].values()} == {summary["steps"]} == {30}
+    assert summary["skipped_updates"] > 0 and ckpt["scaler"]["growth_interval"] == 2
 
 
 @pytest.mark.parametrize(("bf16", "dtype"), [("on", torch.bfloat16), ("off", torch.float32), ("auto", torch.float32)])

@@ -12,7 +12,7 @@ from nmt.decoding.search import (
     max_output_lengths,
     sample_search,
 )
-from nmt.vocab import BOS, EOS, PAD
+from nmt.vocab import BOS, EOS, PAD, UNK
 
 V = 40
 
@@ -118,9 +118,13 @@ def test_beam_result_is_independent_of_the_batch(arch):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_wide_beam_scores_at_least_as_well_as_narrow(arch):
-    """With alpha=0 the beam ranks by log-probability; a wider beam should never do worse here."""
+    """With alpha=0 the beam ranks by log-probability; a wider beam should never do worse here.
+
+    Sources of seed 3: on those of seed 0 the untrained Transformer's greedy and wide outputs are the same
+    (its gain there was the empty output, EOS first, over a greedy path of BOS tokens).
+    """
     model = tiny_model(arch, V)
-    src = sources()
+    src = sources(seed=3)
     narrow = beam_search(model, src, beam_size=1, alpha=0.0)
     wide = beam_search(model, src, beam_size=8, alpha=0.0)
     gains = [
@@ -156,5 +160,70 @@ def test_top_k_sampling_draws_only_among_the_k_best():
     hyps = sample_search(model, src, 3, torch.Generator().manual_seed(0), max_len_a=2.0)
     for row, hyp in zip(src, hyps, strict=True):
         trg_in = torch.tensor([[BOS, *hyp]])
-        allowed = stepwise_logits(model, row[None], trg_in)[0].topk(3, dim=-1).indices
+        logits = stepwise_logits(model, row[None], trg_in)[0]
+        logits[:, [PAD, BOS, UNK]] = logits[0, EOS] = float("-inf")  # never sampled; no EOS first
+        allowed = logits.topk(3, dim=-1).indices
         assert all(token in allowed[t].tolist() for t, token in enumerate(hyp))
+
+
+class Favouring:
+    """A model whose every step prefers the ``ids`` to any other token, the first most (a decoder that would end
+    at once, or a label-smoothed model that spreads mass over UNK and BOS)."""
+
+    training = False
+
+    def __init__(self, model, ids: list[int]) -> None:
+        self.model, self.ids = model, ids
+
+    def init_state(self, src):
+        return self.model.init_state(src)
+
+    def step(self, trg_prev, state):
+        logits, state = self.model.step(trg_prev, state)
+        bonus = torch.zeros_like(logits)
+        bonus[:, self.ids] = torch.arange(len(self.ids), 0, -1, dtype=logits.dtype) * 100.0
+        return logits + bonus, state
+
+    def train(self, mode=True):
+        return self
+
+    def eval(self):
+        return self
+
+
+SEARCHES = {
+    "greedy": lambda model, src: greedy_search(model, src),
+    "beam": lambda model, src: beam_search(model, src, beam_size=3),
+    "nbest": lambda model, src: [h.ids for hyps in beam_search_nbest(model, src, 3, nbest=3) for h in hyps],
+    "sample": lambda model, src: sample_search(model, src, 0, torch.Generator().manual_seed(0)),
+    "sample_top3": lambda model, src: sample_search(model, src, 3, torch.Generator().manual_seed(0)),
+}
+
+
+@pytest.mark.parametrize("search", SEARCHES)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_no_empty_output_and_never_pad_or_bos(arch, search):
+    """A model that prefers EOS, then PAD, then BOS at every step: each search still writes one token first
+    (fairseq's minimum length 1), then ends; PAD and BOS are never generated."""
+    model = Favouring(tiny_model(arch, V), [EOS, PAD, BOS])
+    hyps = SEARCHES[search](model, sources())
+    assert hyps and all(len(hyp) == 1 and hyp[0] not in (PAD, BOS, EOS) for hyp in hyps), hyps
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_sampling_never_draws_unk(arch):
+    """Sampling from a model that prefers UNK (a label-smoothed reverse model gives it mass) never draws it;
+    greedy and beam search may, as fairseq's do (no UNK penalty)."""
+    model = Favouring(tiny_model(arch, V), [UNK, BOS])
+    for topk in (0, 2):
+        hyps = sample_search(model, sources(), topk, torch.Generator().manual_seed(0))
+        assert all(hyp and UNK not in hyp and BOS not in hyp for hyp in hyps), hyps
+    assert all(set(hyp) == {UNK} for hyp in greedy_search(model, sources()))
+
+
+def test_an_empty_source_may_give_an_empty_output():
+    """The minimum length holds for a non-empty source; a source of EOS alone may end at once."""
+    model = Favouring(tiny_model("transformer", V), [EOS])
+    src = torch.tensor([[EOS, PAD], [7, EOS]])
+    for search in (greedy_search, beam_search):
+        assert [len(hyp) for hyp in search(model, src)] == [0, 1]

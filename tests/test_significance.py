@@ -51,15 +51,26 @@ def test_worse_system_is_significant_and_a_copy_is_not(records, metric):
     by_system = {r["system"]: r for r in records if r["metric"] == metric}
     assert list(by_system) == ["baseline", "worse", "copy"], "the baseline comes first"
     base, worse, copy = by_system["baseline"], by_system["worse"], by_system["copy"]
-    assert base["p_value"] is None and base["significant"] is False
+    assert base["p_value"] is None and base["significant"] is False and base["direction"] is None
     assert worse["significant"] and worse["p_value"] < 0.01
-    assert copy["p_value"] == 1.0 and not copy["significant"]
+    assert worse["direction"] == "worse", "TER counts errors: a higher TER is worse"
+    assert copy["p_value"] == 1.0 and not copy["significant"] and copy["direction"] is None
     assert copy["score"] == base["score"] and copy["mean"] == base["mean"] and copy["ci95"] == base["ci95"]
     # TER counts errors: the worse system has more; BLEU and chrF fall.
     assert (worse["score"] > base["score"]) if metric == "ter" else (worse["score"] < base["score"])
     assert base["mean"] - 3 * base["ci95"] < base["score"] < base["mean"] + 3 * base["ci95"]
     assert 0 < base["ci95"] < 5
     assert "bs:1000" in base["signature"] and "seed:12345" in base["signature"]
+
+
+@needs_mirror
+def test_a_better_system_is_marked_better(systems):
+    """The test is two-sided: the record says which way the system differs, by each metric's direction."""
+    records = paired_bootstrap(systems["ref"], systems["hyps"], "worse", trg_lang="de", n_samples=200)
+    better = {r["metric"]: r for r in records if r["system"] == "baseline"}  # tested against "worse" this time
+    worse = {r["metric"]: r for r in records if r["system"] == "worse"}
+    assert [r["direction"] for r in better.values()] == ["better"] * 3
+    assert better["ter"]["score"] < worse["ter"]["score"] and better["bleu"]["score"] > worse["bleu"]["score"]
 
 
 @needs_mirror
@@ -90,10 +101,10 @@ def test_unknown_baseline_is_one_line(tmp_path):
 def test_records_round_trip_json_and_tsv(tmp_path):
     records = [
         {"system": "b", "metric": "bleu", "score": 30.5, "mean": 30.4, "ci95": 1.2, "p_value": None,
-         "significant": False, "baseline": "b", "n_samples": 1000, "seed": 12345, "hyp": "b.de",
+         "significant": False, "direction": None, "baseline": "b", "n_samples": 1000, "seed": 12345, "hyp": "b.de",
          "baseline_hyp": "b.de", "ref": "ref.de", "signature": "nrefs:1|bs:1000"},
         {"system": "s", "metric": "bleu", "score": 20.5, "mean": 20.4, "ci95": 1.1, "p_value": 0.001,
-         "significant": True, "baseline": "b", "n_samples": 1000, "seed": 12345, "hyp": "s.de",
+         "significant": True, "direction": "worse", "baseline": "b", "n_samples": 1000, "seed": 12345, "hyp": "s.de",
          "baseline_hyp": "b.de", "ref": "ref.de", "signature": "nrefs:1|bs:1000"},
     ]  # fmt: skip
     for name in ("sig.json", "sig.tsv"):
@@ -115,8 +126,8 @@ def test_significance_frame_joins_records_to_scores_by_translation_path():
     ])  # fmt: skip
     base, ens = "results/en-de/tb/baseline/1/t.de", "./results/en-de/tb/bt/ensemble/t.de"
     records = [
-        {"metric": "bleu", "p_value": None, "hyp": base, "baseline_hyp": base},
-        {"metric": "bleu", "p_value": 0.01, "hyp": ens, "baseline_hyp": base},
+        {"metric": "bleu", "p_value": None, "direction": None, "hyp": base, "baseline_hyp": base},
+        {"metric": "bleu", "p_value": 0.01, "direction": "worse", "hyp": ens, "baseline_hyp": base},
     ]
     frame = significance_frame(records, long)
     assert frame[["model", "stage", "seed", "metric"]].values.tolist() == [
@@ -124,10 +135,15 @@ def test_significance_frame_joins_records_to_scores_by_translation_path():
         ["tb", "bt", "ensemble", "bleu"],
     ]
     assert pd.isna(frame["p_value"][0]) and frame["p_value"][1] == 0.01, "the baseline has no p-value"
+    assert pd.isna(frame["direction"][0]) and frame["direction"][1] == "worse"
     assert set(frame["baseline_size"]) == {"base"} and set(frame["baseline_seed"]) == {1}
     with pytest.raises(DataError) as excinfo:
         significance_frame([{**records[0], "hyp": "other.de"}], long)
     assert_one_line(excinfo, "other.de")
+    older = [{key: value for key, value in records[1].items() if key != "direction"}]
+    with pytest.raises(DataError) as excinfo:  # written before records said which way a system differs
+        significance_frame(older, long)
+    assert_one_line(excinfo, ens, "direction", "rerun")
 
 
 def test_seed_reaches_sacrebleu_and_the_environment_is_restored(tmp_path, monkeypatch):

@@ -124,8 +124,8 @@ def test_wide_table_shape_and_cells(tmp_path):
             ("en-de", "transformer_base", "ensemble", "bleu", 0.002), ("en-de", "transformer_base", 1, "bleu", None),
         ],
         columns=["pair", "model", "seed", "metric", "p_value"],
-    ).assign(testset="newstest2014", stage="baseline", baseline_arch="transformer", baseline_size="base",
-             baseline_data="parallel", baseline_seed=1)  # fmt: skip
+    ).assign(testset="newstest2014", stage="baseline", direction="better", baseline_arch="transformer",
+             baseline_size="base", baseline_data="parallel", baseline_seed=1)  # fmt: skip
     table, notes = wide_table(summarize_seeds(long), significance=sig, published=VASWANI)
     assert list(table.index) == [
         "Transformer (base) [Vaswani et al. 2017]*",
@@ -151,6 +151,38 @@ def test_wide_table_shape_and_cells(tmp_path):
     assert "27.20 $\\pm$ 0.28" in tex and "25.25 $\\pm$ 0.35\\textsuperscript{\\dag}" in tex
     assert tex.index("multi-bleu.perl") > tex.index("\\end{tabular}"), "the footnotes follow the table"
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["wide.md", "wide.tex"]
+
+
+def test_significance_marks_say_better_or_worse(tmp_path):
+    """A system significantly worse than the baseline gets its own mark, never the dagger of a gain; for TER
+    lower is better (the records say which way each run differs); runs that differ both ways get no mark."""
+    long = collected(tmp_path, seeded_records())
+    sig = pd.DataFrame(
+        [
+            ("en-de", "convs2s", 1, "bleu", 0.001, "worse"), ("en-de", "convs2s", 2, "bleu", 0.01, "worse"),
+            ("en-de", "convs2s", 1, "ter", 0.001, "better"), ("en-de", "convs2s", 2, "ter", 0.002, "worse"),
+            ("en-de", "transformer_base", "ensemble", "bleu", 0.002, "better"),
+            ("en-de", "transformer_base", "ensemble", "ter", 0.001, "better"),
+            ("en-de", "transformer_base", 1, "bleu", None, None),
+        ],
+        columns=["pair", "model", "seed", "metric", "p_value", "direction"],
+    ).assign(testset="newstest2014", stage="baseline", baseline_arch="transformer", baseline_size="base",
+             baseline_data="parallel", baseline_seed=1)  # fmt: skip
+    table, notes = wide_table(summarize_seeds(long), significance=sig)
+    assert table.loc["ConvS2S (wmt14_en_de)"].tolist()[:2] == ["25.25 ± 0.35‖", "59.50 ± 0.71"]
+    assert table.loc["Transformer (base) ensemble"].tolist()[:2] == ["28.00†", "50.00†"]
+    assert notes == [
+        "† significantly better, ‖ significantly worse than the baseline system (Transformer (base)) at p < 0.05 "
+        "(better: a higher BLEU or chrF, a lower TER; sacreBLEU paired bootstrap resampling; over several seeds: "
+        "for every seed, the same way)."
+    ]
+    worse_only = sig[sig["direction"] != "better"]
+    assert wide_table(summarize_seeds(long), significance=worse_only)[1][0].startswith(
+        "‖ significantly worse than the baseline system (Transformer (base)) at p < 0.05"
+    )
+    write_wide(table, notes, tmp_path / "w.md", tmp_path / "w.tex")
+    tex = (tmp_path / "w.tex").read_text()
+    assert "25.25 $\\pm$ 0.35\\textsuperscript{$\\|$}" in tex and "28.00\\textsuperscript{\\dag}" in tex
 
 
 def test_wide_table_labels_data_and_several_test_sets(tmp_path):

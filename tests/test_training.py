@@ -31,7 +31,15 @@ def test_lr_schedule():
     assert lr_at_step(1, 1.0, 100) == pytest.approx(0.01)
     assert lr_at_step(100, 1.0, 100) == pytest.approx(1.0)
     assert lr_at_step(400, 1.0, 100) == pytest.approx(0.5)
-    assert lr_at_step(5, 1.0, 0) == 1.0
+
+
+def test_inverse_sqrt_without_warmup_decays_from_the_first_update():
+    """warmup_steps 0 is the limit of the schedule as the warmup shrinks: 1/sqrt(step) from step 1, not a
+    constant rate."""
+    assert [lr_at_step(step, 1.0, 0) for step in (1, 4, 100)] == pytest.approx([1.0, 0.5, 0.1])
+    config = TrainConfig(lr=1e-3, lr_schedule="inverse_sqrt", warmup_steps=0)
+    assert get_lr({"step": 0}, config) == pytest.approx(1e-3)  # the first update runs at the peak
+    assert get_lr({"step": 99}, config) == pytest.approx(1e-4)
 
 
 def test_training_learns_the_toy_task(trained_model):

@@ -12,7 +12,7 @@ from conftest import make_toy_corpus, run_training, tiny_model
 from nmt.config import DecodeConfig, ModelMeta
 from nmt.data.filters import Normalizer
 from nmt.data.subword import load_subword
-from nmt.decoding.translation import translate_file, translate_lines
+from nmt.decoding.translation import translate_file, translate_lines, translate_windows
 from nmt.device import get_device
 from nmt.model_dir import load_model, write_meta
 from nmt.vocab import EOS
@@ -108,6 +108,22 @@ def test_output_limit_is_clamped_to_max_positions(method, toy_spm, caplog):
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         f"in.en line 3: {lengths[2]} subwords, cut to the model's limit of 40"
     ]
+
+
+def test_sampling_draws_anew_in_every_window(toy_spm):
+    """One generator per file: a window of lines that repeats the previous one gets other samples (the noise
+    of back-translation does not repeat every window), and the file samples the same way twice."""
+    sp = load_subword(toy_spm["en"])
+    model = tiny_model("transformer", sp.get_piece_size())
+    lines, _ = make_toy_corpus(8, seed=6)
+    config = DecodeConfig(method="sample", batch_size=4)
+
+    def sample() -> list[list[str]]:
+        return list(translate_windows(model, sp, sp, lines * 2, config, torch.device("cpu"), window=len(lines)))
+
+    first, second = sample()
+    assert first != second
+    assert sample() == [first, second]
 
 
 def test_translate_file_survives_bad_lines(trained_model, tmp_path, caplog):

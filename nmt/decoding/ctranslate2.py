@@ -26,6 +26,9 @@ and sampling choose each token from the prefix alone, so the cut output is the o
 sentence's own limit gives: greedy output equals :func:`nmt.decoding.search.greedy_search`'s token for token
 in float32 (``tests/test_ctranslate2_search.py``). Sampling draws from CTranslate2's generator, seeded with
 ``config.seed`` (so not the samples of torch's generator).
+
+Tokens: as in :mod:`nmt.decoding.search`, PAD and BOS are suppressed, UNK too when sampling
+(``disable_unk``), and EOS cannot come first (``min_decoding_length`` 1; CTranslate2's lengths leave EOS out).
 """
 
 import shutil
@@ -44,7 +47,7 @@ from nmt.data.subword import load_subword
 from nmt.errors import ConfigError, DataError
 from nmt.model_dir import META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
 from nmt.models.transformer import sinusoid_table
-from nmt.vocab import BOS, EOS, UNK
+from nmt.vocab import BOS, EOS, PAD, UNK
 
 FORMATS = ("ctranslate2",)
 # ctranslate2's weight types (its --quantization choices).
@@ -197,6 +200,7 @@ def ct2_search(
 
     topk = 1 if config.method == "greedy" else config.sampling_topk  # CTranslate2: 1 greedy, 0 whole vocabulary
     ctranslate2.set_random_seed(config.seed)
+    never = [[trg_sp.id_to_piece(PAD)], [trg_sp.id_to_piece(BOS)]]  # nmt.decoding.search.NEVER_GENERATED
 
     def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
         ids = [row[: row.index(EOS)] for row in src.tolist()]
@@ -206,7 +210,9 @@ def ct2_search(
             beam_size=1,
             sampling_topk=topk,
             max_decoding_length=max(limits),
-            min_decoding_length=0,  # EOS may come first, as in ours
+            min_decoding_length=min(1, max(limits)),  # EOS not first, as in ours (the sources are not empty)
+            suppress_sequences=never,
+            disable_unk=config.method == "sample",
             max_batch_size=config.batch_size,
         )
         return [

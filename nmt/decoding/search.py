@@ -1,5 +1,9 @@
 """Greedy, sampling and beam search over the decoder contract of :mod:`nmt.models.seq2seq` (no architecture branches).
 
+Every search, as fairseq's: PAD and BOS are never generated, nor UNK when sampling (a label-smoothed model gives it
+mass, which shows as "⁇" in synthetic sources), and a non-empty source never gets an empty output (EOS cannot
+come first: minimum output length 1).
+
 Legend: B batch, K beam size, V vocabulary, S source length.
 """
 
@@ -9,13 +13,33 @@ import torch
 import torch.nn.functional as F
 
 from nmt.models.seq2seq import DecodingModel, map_tensors, reorder_state
-from nmt.vocab import BOS, EOS, PAD
+from nmt.vocab import BOS, EOS, PAD, UNK
+
+# Tokens that no search generates; sampling does not draw UNK either.
+NEVER_GENERATED = (PAD, BOS)
+NEVER_SAMPLED = (PAD, BOS, UNK)
 
 
 def max_output_lengths(src: torch.Tensor, max_len_a: float, max_len_b: int) -> torch.Tensor:
     """Per-sentence limit ``a * S + b`` on generated tokens (EOS included), shape (B,)."""
     src_len = (src != PAD).sum(dim=1)
     return (src_len.float() * max_len_a + max_len_b).long().clamp(min=1)
+
+
+def is_nonempty(src: torch.Tensor) -> torch.Tensor:
+    """Whether each source holds a token besides EOS, shape (B,): those get no empty output."""
+    return (src != PAD).sum(dim=1) > 1
+
+
+def ban(scores: torch.Tensor, banned: tuple[int, ...], no_eos: torch.Tensor | None) -> torch.Tensor:
+    """``scores`` (B, V), in place, with -inf at the ``banned`` ids and at EOS in the rows where ``no_eos`` (B,) holds.
+
+    :param no_eos: the rows that may not end now (at the first step: a non-empty source), or None
+    """
+    scores[:, list(banned)] = float("-inf")
+    if no_eos is not None:
+        scores[:, EOS].masked_fill_(no_eos, float("-inf"))
+    return scores
 
 
 @torch.no_grad()
@@ -27,7 +51,7 @@ def greedy_search(
     :param src: source ids (B, S) with EOS, right-padded
     :return: for each sentence the output ids without EOS
     """
-    return _one_path_search(model, src, lambda logits: logits.argmax(dim=-1), max_len_a, max_len_b)
+    return _one_path_search(model, src, lambda logits: logits.argmax(dim=-1), NEVER_GENERATED, max_len_a, max_len_b)
 
 
 @torch.no_grad()
@@ -41,35 +65,41 @@ def sample_search(
 ) -> list[list[int]]:
     """Draw every token from the model's distribution (Edunov et al. 2018), optionally from the k best only.
 
+    UNK, PAD and BOS are never drawn: the distribution is renormalised over the other tokens.
+
     :param src: source ids (B, S) with EOS, right-padded
     :param topk: sample among the ``topk`` most probable tokens; 0 samples from the whole vocabulary
     :param generator: random generator on ``src.device``, for reproducible samples
     :return: for each sentence the output ids without EOS
     """
 
-    def draw(logits: torch.Tensor) -> torch.Tensor:  # (B, V) -> (B,)
-        logits = logits.float()
+    def draw(logits: torch.Tensor) -> torch.Tensor:  # (B, V) -> (B,), banned tokens at -inf
         if topk:
             values, indices = logits.topk(min(topk, logits.size(-1)), dim=-1)
             choice = torch.multinomial(F.softmax(values, dim=-1), 1, generator=generator)
             return indices.gather(1, choice).squeeze(1)
         return torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
 
-    return _one_path_search(model, src, draw, max_len_a, max_len_b)
+    return _one_path_search(model, src, draw, NEVER_SAMPLED, max_len_a, max_len_b)
 
 
 def _one_path_search(
-    model: DecodingModel, src: torch.Tensor, choose, max_len_a: float, max_len_b: int
+    model: DecodingModel, src: torch.Tensor, choose, banned: tuple[int, ...], max_len_a: float, max_len_b: int
 ) -> list[list[int]]:
-    """Extend one hypothesis per sentence with ``choose(logits (B, V)) -> (B,)`` until EOS or the limit."""
+    """Extend one hypothesis per sentence with ``choose(logits (B, V)) -> (B,)`` until EOS or the limit.
+
+    ``choose`` sees float32 logits with -inf at the ``banned`` ids (and at EOS first, for a non-empty source).
+    """
     B = src.size(0)
     limit = max_output_lengths(src, max_len_a, max_len_b)
+    nonempty = is_nonempty(src)
     state = model.init_state(src)
     prev = src.new_full((B,), BOS)
     outputs = src.new_full((B, int(limit.max())), PAD)
     done = torch.zeros(B, dtype=torch.bool, device=src.device)
     for t in range(outputs.size(1)):
         logits, state = model.step(prev, state)
+        logits = ban(logits.to(torch.float32, copy=True), banned, nonempty if t == 0 else None)  # (B, V)
         prev = choose(logits)
         prev = torch.where(limit <= t + 1, torch.full_like(prev, EOS), prev)  # forced end at the limit
         outputs[:, t] = prev.masked_fill(done, PAD)
@@ -153,6 +183,7 @@ def beam_search_nbest(
     B, K = src.size(0), beam_size
     device = src.device
     limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
+    nonempty = is_nonempty(src).repeat_interleave(K)  # (B*K,) rows that may not end at the first step
     # the largest length penalty at the limit, in float64 like the finished scores, for the bound
     limit_lp = torch.tensor([length_penalty(n, alpha) for n in limit.tolist()], dtype=torch.float64, device=device)
     state = reorder_state(model.init_state(src), torch.arange(B, device=device).repeat_interleave(K))
@@ -168,7 +199,7 @@ def beam_search_nbest(
     t = 0
     while active:
         at_limit = (limit <= t + 1).repeat_interleave(K)  # (n*K,)
-        lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit)  # (n*K, V)
+        lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit, nonempty if t == 0 else None)  # (n*K, V)
         fixed = {i: x for i, x in _tensors(state).items() if i in fixed}
         n, V = len(active), lprobs.size(-1)
         cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: lprobs is this step's own tensor
@@ -239,14 +270,17 @@ def _check_beam_options(beam_size: int, stop: str, nbest: int) -> None:
 
 
 def _next_lprobs(
-    model: DecodingModel, prev: torch.Tensor, state: Any, at_limit: torch.Tensor
+    model: DecodingModel, prev: torch.Tensor, state: Any, at_limit: torch.Tensor, no_eos: torch.Tensor | None
 ) -> tuple[torch.Tensor, Any]:
     """Log-probabilities (n*K, V) of the token after ``prev`` (n*K,), float32; only EOS for rows ``at_limit`` (n*K,).
+
+    PAD and BOS get -inf, and so does EOS in the rows of ``no_eos`` (n*K,) (see :func:`ban`); the others keep
+    the model's log-probabilities, not renormalised (as fairseq's).
 
     :return: the log-probabilities and the decoder state after ``prev``
     """
     logits, state = model.step(prev, state)
-    lprobs = F.log_softmax(logits.float(), dim=-1)  # (n*K, V)
+    lprobs = ban(F.log_softmax(logits.float(), dim=-1), NEVER_GENERATED, no_eos)  # (n*K, V)
     if bool(at_limit.any()):  # forced end at the length limit
         eos_only = torch.full_like(lprobs[0], float("-inf"))
         eos_only[EOS] = 0.0

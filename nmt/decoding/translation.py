@@ -150,7 +150,8 @@ def search_lines(
 
 
 def torch_search(model: DecodingModel, config: DecodeConfig, device: torch.device) -> Search:
-    """``config.method``'s search over ``model``; sampling draws from a generator seeded with ``config.seed``."""
+    """``config.method``'s search over ``model``; sampling draws from a generator seeded with ``config.seed``, which
+    goes on from one call to the next (one search per file: :func:`translate_windows`)."""
     generator = torch.Generator(device=device).manual_seed(config.seed)
 
     def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
@@ -186,7 +187,8 @@ def translate_lines(
     (``name`` and ``first_line`` number the lines in warnings).
 
     Sentences are sorted by length so that each batch holds similar lengths (little padding).
-    Sampling draws from a generator seeded with ``config.seed``, so a file translates the same way twice.
+    Without ``search``, sampling draws from a new generator seeded with ``config.seed``, so the same lines
+    sample the same way twice.
 
     :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
     :param search: the search instead of ``config.method``'s over ``model``
@@ -249,10 +251,14 @@ def translate_windows(
     Each window is read, sorted by length, translated and yielded as a list in input order: of
     strings (:func:`translate_lines`), or with ``nbest`` of n-best lists (:func:`translate_nbest`).
     A window of 1 answers every line before the next one is read (interactive use through a pipe).
+    Every window is searched by the same search, so sampling draws on from one generator seeded once
+    per call: windows of the same lines get other samples, and the noise of back-translation does not
+    repeat every ``window`` lines; the whole input samples the same way twice.
 
     :param progress: passed on to :func:`translate_lines` (lines done after each batch)
-    :param search: passed on to :func:`translate_lines`
+    :param search: passed on to :func:`translate_lines`; by default :func:`torch_search`
     """
+    search = search or torch_search(model, config, device)
     lines = iter(lines)
     first_line = 1
     while chunk := list(itertools.islice(lines, window)):

@@ -15,6 +15,8 @@ METRICS = {
     "chrf": lambda trg_lang: CHRF(),
     "ter": lambda trg_lang: TER(),
 }
+# Metrics whose lower scores are the better ones: TER counts edits.
+LOWER_IS_BETTER = {"ter"}
 
 
 def score_corpus(hyps: list[str], refs: list[str], trg_lang: str = "") -> dict[str, dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""Paired bootstrap resampling (Koehn 2004) of BLEU, chrF and TER against a baseline, with sacrebleu's own test."""
+"""Paired bootstrap resampling (Koehn 2004) of BLEU, chrF and TER against a baseline, with sacrebleu's own test,
+and the direction of each difference."""
 
 import json
 import os
@@ -12,14 +13,14 @@ from sacrebleu.significance import PairedTest
 
 from nmt.atomic import read_lines, write_text
 from nmt.errors import ConfigError, DataError
-from nmt.evaluation.metrics import METRICS
+from nmt.evaluation.metrics import LOWER_IS_BETTER, METRICS
 
-# Fields of a test record, in the order of the TSV columns.
 SIGNIFICANCE_LEVEL = 0.05  # a system differs from the baseline at p below it
 
+# Fields of a test record, in the order of the TSV columns.
 FIELDS = [
-    "system", "metric", "score", "mean", "ci95", "p_value", "significant", "baseline", "n_samples", "seed",
-    "hyp", "baseline_hyp", "ref", "signature",
+    "system", "metric", "score", "mean", "ci95", "p_value", "significant", "direction", "baseline", "n_samples",
+    "seed", "hyp", "baseline_hyp", "ref", "signature",
 ]  # fmt: skip
 
 
@@ -36,7 +37,8 @@ def paired_bootstrap(
     All systems are scored on the same ``n_samples`` resamples of the test set (drawn with ``seed``). The p-value
     is that of sacrebleu: the share of resamples whose centred score difference exceeds the observed one. A
     system whose score equals the baseline's gets p = 1, where sacrebleu's strict comparison would give
-    1 / (n_samples + 1) for an exact copy of the baseline.
+    1 / (n_samples + 1) for an exact copy of the baseline. The test is two-sided (sacrebleu compares absolute
+    differences), so each record says which way the system differs: ``direction``.
 
     :param ref_path: the reference translation, one sentence per line
     :param hyps: system name -> detokenized translation of the same test set; includes the baseline
@@ -45,7 +47,8 @@ def paired_bootstrap(
         :func:`nmt.evaluation.metrics.score_corpus`
     :return: one record per system and metric (bleu, chrf, ter), the baseline first: score, mean and ci95 (the
         bootstrap mean and half the width of its 95% interval, as sacrebleu reports them), p_value and
-        significant (None and False for the baseline), with the test's sacrebleu signature
+        significant (None and False for the baseline), direction (:func:`direction`), with the test's sacrebleu
+        signature
     """
     if baseline not in hyps:
         raise DataError(f"paired bootstrap: baseline {baseline!r} is not one of the systems {', '.join(hyps)}")
@@ -81,6 +84,7 @@ def paired_bootstrap(
                 "ci95": float(result.ci),
                 "p_value": p_value,
                 "significant": p_value is not None and p_value < SIGNIFICANCE_LEVEL,
+                "direction": None if name == baseline else direction(metric, result.score, baseline_score),
                 "baseline": baseline,
                 "n_samples": test.n_samples,
                 "seed": seed,
@@ -90,6 +94,14 @@ def paired_bootstrap(
                 "signature": str(signatures[display]),
             })  # fmt: skip
     return records
+
+
+def direction(metric: str, score: float, baseline_score: float) -> str | None:
+    """``"better"`` or ``"worse"``: how ``score`` compares with the baseline's by the metric's direction (a lower
+    TER is better, a higher BLEU or chrF); None for equal scores."""
+    if score == baseline_score:
+        return None
+    return "better" if (score < baseline_score) == (metric in LOWER_IS_BETTER) else "worse"
 
 
 @contextmanager
@@ -124,7 +136,7 @@ def read_significance(path: str | Path) -> list[dict[str, Any]]:
         raise DataError(f"{path}: file not found")
     if path.suffix == ".json":
         return json.loads(path.read_text(encoding="utf-8"))
-    text = {name: str for name in ("system", "baseline", "hyp", "baseline_hyp", "ref", "signature")}
+    text = {name: str for name in ("system", "direction", "baseline", "hyp", "baseline_hyp", "ref", "signature")}
     df = pd.read_csv(path, sep="\t", dtype=text)
     if list(df.columns) != FIELDS:
         raise DataError(f"{path}: expected columns {', '.join(FIELDS)}, found {', '.join(df.columns)}")
@@ -136,8 +148,9 @@ def significance_frame(records: list[dict[str, Any]], long: pd.DataFrame) -> pd.
     of the long table by the path of the translation they test (the records' ``hyp``).
 
     :param long: the table of :func:`nmt.evaluation.tables.collect_scores`, with hyp and seed columns
-    :return: columns pair, testset, model, stage, seed, metric, p_value, and baseline_arch, baseline_size,
-        baseline_data, baseline_seed naming the system tested against
+    :return: columns pair, testset, model, stage, seed, metric, p_value, direction, and baseline_arch,
+        baseline_size, baseline_data, baseline_seed naming the system tested against
+    :raises DataError: for a record of no score record, or one without ``direction`` (written by an older version)
     """
     for column in ("hyp", "seed"):
         if column not in long.columns:
@@ -146,13 +159,19 @@ def significance_frame(records: list[dict[str, Any]], long: pd.DataFrame) -> pd.
     rows = []
     for record in records:
         system, baseline = (_system_of(systems, record[key]) for key in ("hyp", "baseline_hyp"))
+        if "direction" not in record:
+            raise DataError(
+                f"significance: the test of {record['hyp']} has no direction (written by an older version); "
+                "rerun the rule significance (snakemake --forcerun significance)"
+            )
         rows.append({
             **{key: system.get(key, "") for key in ("pair", "testset", "model", "stage", "seed")},
             "metric": record["metric"],
             "p_value": record["p_value"],
+            "direction": record["direction"],
             **{f"baseline_{key}": baseline.get(key, "") for key in ("arch", "size", "data", "seed")},
         })  # fmt: skip
-    columns = ["pair", "testset", "model", "stage", "seed", "metric", "p_value"]
+    columns = ["pair", "testset", "model", "stage", "seed", "metric", "p_value", "direction"]
     return pd.DataFrame(rows, columns=columns + ["baseline_arch", "baseline_size", "baseline_data", "baseline_seed"])
 
 

@@ -22,8 +22,9 @@ SCORES = ["bleu", "chrf", "ter"]
 COSTS = ["parameters", "train_seconds", "tokens_per_second"]
 # The seed of a record that scores the ensemble of all seeds' models.
 ENSEMBLE = "ensemble"
-SIGNIFICANCE_MARK = "†"
-# Markers of the published rows, one per kind of measurement; "†" is taken by significance.
+# Marks of a system significantly better or worse than the baseline, by the metric's direction.
+SIGNIFICANCE_MARKS = {"better": "†", "worse": "‖"}
+# Markers of the published rows, one per kind of measurement; "†" and "‖" are taken by significance.
 PUBLISHED_MARKS = ["*", "‡", "§", "¶"]
 PUBLISHED_KEYS = ["system", "citation", "pair", "testset", "measurement"]
 ARCH_NAMES = {"transformer": "Transformer", "rnn": "RNN", "convs2s": "ConvS2S"}
@@ -131,14 +132,15 @@ def wide_table(
     """The table of a paper: one row per system, one column per language pair (and test set) and metric.
 
     Cells are strings: ``27.31 ± 0.12`` (mean ± sample standard deviation) over several seeds, ``27.31`` for one
-    run, followed by ``†`` when the system differs significantly from the baseline (p < 0.05 for every tested run
-    of the row), empty when there is no score. Published rows come first, labelled
-    ``system [citation]`` plus a footnote marker per kind of measurement.
+    run, followed by ``†`` when the system is significantly better than the baseline or ``‖`` when it is
+    significantly worse (p < 0.05 for every tested run of the row, all the same way; a lower TER is better), empty
+    when there is no score. Published rows come first, labelled ``system [citation]`` plus a footnote marker per
+    kind of measurement.
 
     :param summary: the table of :func:`summarize_seeds`
     :param metrics: metric columns per pair, out of bleu, chrf, ter
     :param significance: the frame of :func:`nmt.evaluation.significance.significance_frame`: columns pair,
-        testset, model, stage, seed, metric, p_value (and baseline_arch, baseline_size, baseline_data,
+        testset, model, stage, seed, metric, p_value, direction (and baseline_arch, baseline_size, baseline_data,
         baseline_seed for the note)
     :param published: results from papers, each a dict with keys system, citation, pair, testset, measurement
         (e.g. ``tokenized BLEU (multi-bleu.perl), not sacreBLEU``) and a value for some of ``metrics``
@@ -189,7 +191,7 @@ def wide_table(
             text = f"{mean:.2f} ± {std:.2f}" if row["n_seeds"] > 1 and not pd.isna(std) else f"{mean:.2f}"
             target[heading[row["pair"], row["testset"]], METRIC_NAMES[m]] = text + tested.get((i, m), "")
     if tested:
-        notes.append(_significance_note(significance))
+        notes.append(_significance_note(significance, set(tested.values())))
 
     table = pd.DataFrame(
         [[row.get(c, "") for c in columns] for row in cells.values()],
@@ -212,8 +214,10 @@ def _system_labels(summary: pd.DataFrame) -> dict[Any, str]:
 
 
 def _significant(summary: pd.DataFrame, significance: pd.DataFrame, metrics: tuple[str, ...]) -> dict:
-    """``{(summary row, metric): "†"}`` where every tested run of the row differs significantly from the baseline."""
-    missing = [c for c in ("pair", "testset", "model", "stage", "seed", "metric", "p_value") if c not in significance]
+    """``{(summary row, metric): mark}`` where every tested run of the row differs significantly from the baseline,
+    all of them the same way: :data:`SIGNIFICANCE_MARKS` of that direction."""
+    columns = ("pair", "testset", "model", "stage", "seed", "metric", "p_value", "direction")
+    missing = [c for c in columns if c not in significance]
     if missing:
         raise DataError(f"significance frame: missing column {missing[0]!r}")
     tests = significance.assign(kind=significance["seed"].map(seed_kind))
@@ -221,22 +225,22 @@ def _significant(summary: pd.DataFrame, significance: pd.DataFrame, metrics: tup
     marks = {}
     for i, row in summary.iterrows():
         for m in metrics:
-            p = tests.loc[
+            runs = tests.loc[
                 (tests["pair"] == row["pair"])
                 & (tests["testset"] == row["testset"])
                 & (tests["model"] == row["model"])
                 & (tests["stage"] == row["stage"])
                 & (tests["kind"] == row["kind"])
-                & (tests["metric"] == m),
-                "p_value",
+                & (tests["metric"] == m)
             ]
-            if len(p) and (p < SIGNIFICANCE_LEVEL).all():
-                marks[i, m] = SIGNIFICANCE_MARK
+            directions = set(runs["direction"])
+            if len(runs) and (runs["p_value"] < SIGNIFICANCE_LEVEL).all() and len(directions) == 1:
+                marks[i, m] = SIGNIFICANCE_MARKS[directions.pop()]
     return marks
 
 
-def _significance_note(significance: pd.DataFrame) -> str:
-    """The footnote of the significance mark, naming the baseline system(s) when the frame says which."""
+def _significance_note(significance: pd.DataFrame, used: set[str]) -> str:
+    """The footnote of the significance marks ``used``, naming the baseline system(s) when the frame says which."""
     baselines = ""
     if {"baseline_arch", "baseline_size", "baseline_data", "baseline_seed"} <= set(significance.columns):
         rows = significance[["baseline_arch", "baseline_size", "baseline_data", "baseline_seed"]].drop_duplicates()
@@ -244,9 +248,10 @@ def _significance_note(significance: pd.DataFrame) -> str:
             system_label(arch, size, data, seed_kind(seed)) for arch, size, data, seed in rows.itertuples(index=False)
         ]
         baselines = " (" + "; ".join(dict.fromkeys(names)) + ")"
+    marks = ", ".join(f"{mark} significantly {way}" for way, mark in SIGNIFICANCE_MARKS.items() if mark in used)
     return (
-        f"{SIGNIFICANCE_MARK} significantly different from the baseline system{baselines} at "
-        f"p < {SIGNIFICANCE_LEVEL} (sacreBLEU paired bootstrap resampling; over several seeds: for every seed)."
+        f"{marks} than the baseline system{baselines} at p < {SIGNIFICANCE_LEVEL} (better: a higher BLEU or chrF, "
+        "a lower TER; sacreBLEU paired bootstrap resampling; over several seeds: for every seed, the same way)."
     )
 
 
@@ -278,7 +283,7 @@ LATEX = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
     "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$", "±": r"$\pm$",
     "†": r"\textsuperscript{\dag}",
-    "‡": r"\textsuperscript{\ddag}", "§": r"\S{}", "¶": r"\P{}",
+    "‡": r"\textsuperscript{\ddag}", "‖": r"\textsuperscript{$\|$}", "§": r"\S{}", "¶": r"\P{}",
 }  # fmt: skip
 
 

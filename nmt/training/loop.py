@@ -31,7 +31,7 @@ from nmt.training.distributed import World, close_world, init_world, shard
 from nmt.training.loss import LabelSmoothedCrossEntropy
 from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, make_optimizer, spent
 from nmt.training.state import TrainState
-from nmt.training.validation import DevSet, validate
+from nmt.training.validation import DevSet, dev_batch_tokens, validate
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,6 @@ class Trainer:
     dev: DevSet
     trained: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
     criterion: LabelSmoothedCrossEntropy
-    scaler: torch.amp.GradScaler  # loss scaling for float16 (GPUs without bfloat16), else a pass-through
     curves: Curves | None  # rank 0 only
 
     @property
@@ -183,7 +182,7 @@ def _start(
         init_weights(model, config.init_from, src_spm, trg_spm, device)
     if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
         torch.manual_seed(config.seed + world.rank)
-    state = TrainState(model, make_optimizer(model, config))
+    state = TrainState(model, make_optimizer(model, config), grad_scaler(device, config.bf16))
     if last.exists():
         state.restore(last, device, world, config.seed)
     curves = None
@@ -194,13 +193,17 @@ def _start(
         trained = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    criterion, scaler = LabelSmoothedCrossEntropy(config.label_smoothing), grad_scaler(device, config.bf16)
-    return Trainer(config, world, device, ckpt_dir, data, dev, trained, criterion, scaler, curves), state
+    criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
+    return Trainer(config, world, device, ckpt_dir, data, dev, trained, criterion, curves), state
 
 
 def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     """Update from the state's position until early stopping, the budget (``max_steps``, ``max_minutes``),
-    ``max_epochs`` or annealing ends it."""
+    ``max_epochs`` or annealing ends it.
+
+    An update that float16 overflow skipped consumed its batches and its time but is not counted, as in
+    fairseq: the step, the schedule and the tokens trained on advance with real updates only.
+    """
     config, progress = trainer.config, state.progress
     state.model.train()
     done = progress["bad_evals"] >= config.patience or spent(progress, config) >= 1 or is_annealed_out(progress, config)
@@ -216,16 +219,24 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
         while progress["batch"] + config.accum_steps <= len(batches):
             tick = time.perf_counter()
             group = [batches[progress["batch"] + i] for i in range(config.accum_steps)]
-            loss_sum, n_tokens, lr = update(trainer, state, group)
-            progress["step"] += 1
+            loss_sum, n_tokens, lr, applied = update(trainer, state, group)
             progress["batch"] += config.accum_steps
-            progress["tokens"] += n_tokens
             progress["train_seconds"] += time.perf_counter() - tick
             if config.max_minutes and trainer.world.size > 1:  # one clock for all: the schedule and the stop
                 progress["train_seconds"] = trainer.world.sum([progress["train_seconds"]])[0] / trainer.world.size
-            window["loss"] += loss_sum
-            window["tokens"] += n_tokens
-            after_update(trainer, state, window, lr, len(batches), stop)
+            if applied:
+                progress["step"] += 1
+                progress["tokens"] += n_tokens
+                window["loss"] += loss_sum
+                window["tokens"] += n_tokens
+                after_update(trainer, state, window, lr, len(batches), stop)
+            else:
+                progress["skipped"] += 1
+                log.info(
+                    "float16 gradients overflowed: update skipped (%d so far), loss scale lowered to %g",
+                    progress["skipped"], state.scaler.get_scale(),
+                )  # fmt: skip
+                stop_on_signal(trainer, state, stop)
             if progress["bad_evals"] >= config.patience or spent(progress, config) >= 1:
                 done = True
                 break
@@ -238,16 +249,18 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
             progress["batch"] = 0
 
 
-def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tuple[float, int, float]:
+def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tuple[float, int, float, bool]:
     """One optimizer update on the ``accum_steps`` batches of ``group``, each shared among the processes.
 
     The loss is a sum over the update's target tokens, divided by their number over all processes'
     shares, so the gradient is the same for any number of processes.
 
     :param group: sentence indices of each batch
-    :return: this process's summed loss, the update's target tokens (all processes), the learning rate
+    :return: this process's summed loss, the update's target tokens (all processes), the learning rate, and
+        whether the update was made (False: float16 gradients overflowed, so the scaler skipped it and lowered
+        its scale; every process sees the same summed gradients, so all skip together)
     """
-    config, world, optimizer, scaler = trainer.config, trainer.world, state.optimizer, trainer.scaler
+    config, world, optimizer, scaler = trainer.config, trainer.world, state.optimizer, state.scaler
     optimizer.zero_grad(set_to_none=True)
     n_tokens = int(sum(trainer.data.trg.lengths[indices].sum() for indices in group))  # EOS included
     loss_sum = 0.0
@@ -269,9 +282,10 @@ def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tupl
     lr = get_lr(state.progress, config)
     for param_group in optimizer.param_groups:
         param_group["lr"] = lr
+    scale = scaler.get_scale() if scaler.is_enabled() else None  # a host sync, with float16 only
     scaler.step(optimizer)  # optimizer.step(), skipped when float16 gradients overflowed
-    scaler.update()
-    return loss_sum, n_tokens, lr
+    scaler.update()  # lowers the scale after an overflow, and only then
+    return loss_sum, n_tokens, lr, scale is None or scaler.get_scale() >= scale
 
 
 def batch_loss(trainer: Trainer, batch: Batch) -> torch.Tensor:
@@ -301,10 +315,15 @@ def after_update(
         keep_snapshot(trainer, state)  # before last.pt: a crash between the two redoes this step identically
         state.save(trainer.last, trainer.world)
         log.info("checkpoint at step %d: %s", step, trainer.last)
+    stop_on_signal(trainer, state, stop)
+
+
+def stop_on_signal(trainer: Trainer, state: TrainState, stop: Stop) -> None:
+    """If any process got SIGTERM/SIGINT: save ``last.pt`` and stop with a message (a collective)."""
     if trainer.world.any(stop.signal is not None):
         state.save(trainer.last, trainer.world)
         raise TrainingError(
-            f"training stopped by signal {stop.signal or signal.SIGTERM} at step {step}; "
+            f"training stopped by signal {stop.signal or signal.SIGTERM} at step {state.progress['step']}; "
             f"checkpoint saved to {trainer.last}; run the same command again to resume"
         )
 
@@ -337,7 +356,7 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     improved; else count a validation without gain (early stopping)."""
     config, progress = trainer.config, state.progress
     world = trainer.world
-    scores = world.broadcast(validate(state.model, trainer.dev, config, trainer.device) if world.is_main else None)
+    scores = world.broadcast(score_dev(trainer, state.model) if world.is_main else None)
     state.history.append({"step": progress["step"], **scores, "seconds": round(progress["train_seconds"], 1)})
     if trainer.curves:
         trainer.curves.add_valid(state.history[-1])
@@ -353,6 +372,13 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
         progress["step"], scores["loss"], scores["ppl"], scores["bleu"], config.valid_metric, progress["best"],
         progress["bad_evals"],
     )  # fmt: skip
+
+
+def score_dev(trainer: Trainer, model: Seq2Seq) -> dict[str, Any]:
+    """:func:`nmt.training.validation.validate` of ``model`` by this process alone, on dev batches of one
+    process's share of a training batch (:func:`nmt.training.validation.dev_batch_tokens`)."""
+    config = trainer.config
+    return validate(model, trainer.dev, config, trainer.device, dev_batch_tokens(config, trainer.world.size))
 
 
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
@@ -382,7 +408,7 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     config, model = trainer.config, state.model
     steps, weights = average_snapshots(trainer.ckpt_dir, state.progress["step"], config.average_last)
     model.load_state_dict(weights)
-    valid = validate(model, trainer.dev, config, trainer.device)
+    valid = score_dev(trainer, model)
     log.info(
         "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f (best checkpoint: %s %.3f)",
         steps, valid["loss"], valid["ppl"], valid["bleu"], config.valid_metric, state.progress["best"],
@@ -445,6 +471,7 @@ def _finish(
         "arch": model.spec["arch"],
         "parameters": model.n_parameters(),
         "steps": progress["step"],
+        "skipped_updates": progress["skipped"],  # float16 overflows
         "epochs": progress["epoch"],
         "train_seconds": round(progress["train_seconds"], 1),
         "train_tokens": progress["tokens"],

@@ -16,11 +16,13 @@ def lr_at_step(step: int, peak_lr: float, warmup_steps: int) -> float:
     """Linear warmup to ``peak_lr`` over ``warmup_steps``, then decay with 1/sqrt(step).
 
     Vaswani et al. (2017, eq. 3) use ``d_model ** -0.5`` as the peak scale; we take the peak
-    learning rate itself from the config, which is easier to compare across model sizes.
+    learning rate itself from the config, which is easier to compare across model sizes. Without
+    warmup the rate decays from the first update, ``peak_lr / sqrt(step)``: the limit of the schedule
+    as the warmup shrinks to nothing (a constant rate would be another schedule).
     """
     step = max(step, 1)
     if warmup_steps == 0:
-        return peak_lr
+        return peak_lr / math.sqrt(step)
     return peak_lr * min(step / warmup_steps, math.sqrt(warmup_steps / step))
 
 

@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 def new_progress() -> dict[str, Any]:
     """The counters of a run that has not started; a checkpoint saves and restores them as one dict."""
     return {
-        "step": 0,  # updates done
+        "step": 0,  # updates done (not those that float16 overflow skipped)
+        "skipped": 0,  # updates skipped because float16 gradients overflowed
         "epoch": 1,
         "batch": 0,  # batches of the epoch consumed
         "best": None,  # the best valid_metric so far
@@ -33,15 +34,18 @@ def new_progress() -> dict[str, Any]:
 
 @dataclass
 class TrainState:
-    """Model, optimizer, schedule, position in the data, random state and best score of a training run.
+    """Model, optimizer, loss scale, schedule, position in the data, random state and best score of a training run.
 
     The learning rate is a function of ``progress`` (``step``, ``lr_scale``; :func:`nmt.training.optimizer.get_lr`),
-    so it needs no state of its own. ``history`` and ``train_log`` are the rows of ``valid.tsv`` and
-    ``train.tsv``, which a resumed run writes anew (:class:`nmt.training.curves.Curves`).
+    so it needs no state of its own. The loss scaler of float16 training lowers its scale after an
+    overflow and raises it after a run of good updates (:func:`nmt.device.grad_scaler`); a disabled one
+    has no state. ``history`` and ``train_log`` are the rows of ``valid.tsv`` and ``train.tsv``, which a
+    resumed run writes anew (:class:`nmt.training.curves.Curves`).
     """
 
     model: Seq2Seq
     optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler = field(default_factory=lambda: torch.amp.GradScaler("cpu", enabled=False))
     progress: dict[str, Any] = field(default_factory=new_progress)
     history: list[dict[str, Any]] = field(default_factory=list)  # validations
     train_log: list[dict[str, Any]] = field(default_factory=list)  # training loss every log_every updates
@@ -62,6 +66,7 @@ class TrainState:
                 {
                     "model": self.model.state_dict(),
                     "optimizer": self.optimizer.state_dict(),
+                    "scaler": self.scaler.state_dict(),  # {} when disabled
                     "progress": self.progress,
                     "history": self.history,
                     "train_log": self.train_log,
@@ -86,6 +91,8 @@ class TrainState:
             )
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
+        if ckpt.get("scaler"):  # a float16 run's (older checkpoints have none); a disabled scaler ignores it
+            self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = {**self.progress, **ckpt["progress"]}  # checkpoints of older versions lack some counters
         self.history, self.train_log = ckpt["history"], ckpt.get("train_log", [])
         rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]

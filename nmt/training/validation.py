@@ -46,20 +46,35 @@ class DevSet:
         return len(self.data)
 
 
+def dev_batch_tokens(config: TrainConfig, world_size: int) -> int:
+    """The tokens of a dev batch: one process's share of a training batch (``batch_tokens / world_size``).
+
+    One process validates while the others wait; ``batch_tokens`` is the batch of all processes
+    together, so a dev batch that size would be ``world_size`` times the forward pass that training
+    showed to fit (8 GPUs at 65k tokens: about 12 GB of logits).
+    """
+    return max(1, config.batch_tokens // world_size)
+
+
 @torch.no_grad()
-def validate(model: Seq2Seq, dev: DevSet, config: TrainConfig, device: torch.device) -> dict[str, float]:
+def validate(
+    model: Seq2Seq, dev: DevSet, config: TrainConfig, device: torch.device, batch_tokens: int | None = None
+) -> dict[str, float]:
     """Dev-set per-token loss and perplexity (teacher forcing), and BLEU as the test set is scored.
 
     The dev set is translated by :func:`valid_search` and scored with the BLEU tokenizer of the
     target language (:func:`nmt.evaluation.metrics.score_metric`, as for the test sets), so the checkpoint
     is selected on the scale of the reported figure.
 
+    :param batch_tokens: tokens of a dev batch for the loss (:func:`dev_batch_tokens`); by default
+        ``config.batch_tokens``, a training batch of one process
     :return: ``loss``, ``ppl``, ``bleu``, and ``bleu_signature`` (sacreBLEU's, with the search appended)
     """
     model.eval()
     criterion = LabelSmoothedCrossEntropy(0.0)
     nll_sum, n_tokens = 0.0, 0
-    for indices in token_batches(dev.data.src.lengths, dev.data.trg.lengths, config.batch_tokens, seed=0, epoch=0):
+    batch_tokens = batch_tokens or config.batch_tokens
+    for indices in token_batches(dev.data.src.lengths, dev.data.trg.lengths, batch_tokens, seed=0, epoch=0):
         batch = make_batch(dev.data, indices).to(device)
         with autocast(device, config.bf16):
             logits = model(batch.src, batch.trg_in)
