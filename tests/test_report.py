@@ -15,7 +15,7 @@ from nmt.evaluation.report import (
     render_synthetic_report,
     write_result_pages,
 )
-from nmt.evaluation.significance import significance_frame
+from nmt.evaluation.significance import direction, significance_frame
 from nmt.evaluation.tables import collect_scores, summarize_seeds, wide_table, write_wide
 
 PAIR, TEST = "en-de", "newstest2014"
@@ -51,9 +51,11 @@ def score_record(model, stage, seed):
 def test_record(model, stage, seed, metric, p_value):
     """A record of :func:`nmt.evaluation.significance.paired_bootstrap` (the baseline: p_value None)."""
     score = SCORES[model, stage, seed][["bleu", "chrf", "ter"].index(metric)]
+    baseline_score = SCORES["transformer", "baseline", 1][["bleu", "chrf", "ter"].index(metric)]
     return {
         "system": hyp(model, stage, f"seed{seed}"), "metric": metric, "score": score, "mean": score + 0.01,
         "ci95": 0.5, "p_value": p_value, "significant": p_value is not None and p_value < 0.05,
+        "direction": None if p_value is None else direction(metric, score, baseline_score),
         "baseline": BASELINE, "n_samples": 1000, "seed": 12345, "hyp": hyp(model, stage, f"seed{seed}"),
         "baseline_hyp": BASELINE, "ref": f"results/{PAIR}/data/eval/{TEST}.de", "signature": "nrefs:1|bs:1000",
     }  # fmt: skip
@@ -90,9 +92,9 @@ def test_main_table_page_shows_the_cells_of_table_csv(pages):
     [table] = html_tables(pages["table"])
     assert table[0] == list(csv.columns)
     assert table[1:] == csv.values.tolist()
-    assert table[1] == ["RNN (base)", "20.94 ± 0.18†", "50.00 ± 0.14†", "66.20 ± 0.28†"], "mean ± std, the mark"
+    assert table[1] == ["RNN (base)", "20.94 ± 0.18‖", "50.00 ± 0.14‖", "66.20 ± 0.28‖"], "mean ± std, worse: ‖"
     # The notes under the table: what † means, in the wording of the wide table.
-    assert "significantly different from the baseline system" in pages["table"]
+    assert "significantly worse" in pages["table"]
     assert pages["table"].startswith("<!DOCTYPE html>") and "<script" not in pages["table"]
 
 
@@ -116,16 +118,16 @@ def test_significance_page_shows_scores_differences_and_p_values(pages):
     assert f"{PAIR.upper()} {TEST}" in pages["significance"]
     # Two header rows (metric, then the values of each), then a row per tested run, the baseline first.
     assert table[0] == ["model", "stage", "run", "BLEU", "chrF", "TER"]
-    assert table[1] == ["", "", ""] + ["score", "95% CI", "Δ", "p"] * 3
+    assert table[1] == ["", "", ""] + ["score", "95% CI", "Δ", "p", "direction"] * 3
     runs = [row[:3] for row in table[2:]]
-    assert table[2][:7] == ["transformer", "baseline", "seed1", "27.31", "27.32 ± 0.50", "baseline", ""]
+    assert table[2][:8] == ["transformer", "baseline", "seed1", "27.31", "27.32 ± 0.50", "baseline", "", ""]
     assert ["rnn", "baseline", "seed2"] in runs and len(runs) == 5
     rnn = next(row for row in table[2:] if row[:3] == ["rnn", "baseline", "seed1"])
-    assert rnn[3:7] == ["21.07", "21.08 ± 0.50", "-6.24", "0.0010 †"]
+    assert rnn[3:8] == ["21.07", "21.08 ± 0.50", "-6.24", "0.0010 ‖", "worse"]
     bt = next(row for row in table[2:] if row[:3] == ["transformer", "bt", "seed1"])
-    assert bt[3:7] == ["27.30", "27.31 ± 0.50", "-0.01", "0.6200"], "not significant: no mark"
+    assert bt[3:8] == ["27.30", "27.31 ± 0.50", "-0.01", "0.6200", "worse"], "not significant: no mark"
     # TER: a higher score is worse, and the note says so.
-    assert rnn[-4:] == ["66.00", "66.01 ± 0.50", "+5.80", "0.0010 †"]
+    assert rnn[-5:] == ["66.00", "66.01 ± 0.50", "+5.80", "0.0010 ‖", "worse"]
     assert "lower for TER" in pages["significance"] and "either direction" in pages["significance"]
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 from nmt.atomic import write_text
 from nmt.errors import DataError
 from nmt.evaluation.significance import SIGNIFICANCE_LEVEL, significance_frame
-from nmt.evaluation.tables import METRIC_NAMES
+from nmt.evaluation.tables import METRIC_NAMES, SIGNIFICANCE_MARKS
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; font-size: 14px;
@@ -35,7 +35,8 @@ SIGNIFICANCE_NOTE = (
     "Paired bootstrap resampling (sacreBLEU) of each run against the baseline run (first row). "
     "Δ is the run's score minus the baseline's: higher is better for BLEU and chrF, lower for TER. "
     "p is the share of resamples with a difference at least as large in either direction if the two systems "
-    f"were equal (a two-sided test); † marks p < {SIGNIFICANCE_LEVEL}: significantly different from the baseline. "
+    f"were equal (a two-sided test); p < {SIGNIFICANCE_LEVEL} is significant, marked as in the main table: "
+    f"{SIGNIFICANCE_MARKS['better']} better, {SIGNIFICANCE_MARKS['worse']} worse than the baseline. "
     "95% CI: the bootstrap mean ± half the width of its 95% interval."
 )
 
@@ -92,6 +93,13 @@ def write_page(
 ) -> None:
     """Write :func:`html_page` atomically."""
     write_text(path, html_page(title, sections, notes))
+
+
+def _mark(p_value: float, direction: str | None) -> str:
+    """`` †`` or `` ‖`` after a significant p-value, by the direction of the difference (``*`` without one)."""
+    if p_value >= SIGNIFICANCE_LEVEL:
+        return ""
+    return " " + SIGNIFICANCE_MARKS.get(direction, "*")
 
 
 def write_result_pages(
@@ -165,7 +173,7 @@ def significance_sections(tests: list[dict[str, Any]], long: pd.DataFrame) -> li
             "score": f"{record['score']:.2f}",
             "95% CI": f"{record['mean']:.2f} ± {record['ci95']:.2f}",
             "Δ": "baseline" if baseline else f"{record['score'] - _baseline_score(tests, record):+.2f}",
-            "p": "" if p is None else f"{p:.4f}" + (" †" if p < SIGNIFICANCE_LEVEL else ""),
+            "p": "" if p is None else f"{p:.4f}" + _mark(p, record.get("direction")),
         }  # fmt: skip
         if "direction" in record:
             row["direction"] = record["direction"] or ""
