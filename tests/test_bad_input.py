@@ -107,6 +107,18 @@ def workflow(tmp_path: Path, override: dict | None = None, target: str | None = 
     return line
 
 
+def workflow_text(tmp_path: Path, old: str, new: str) -> str:
+    """``snakemake -n`` on the tiny config file with its text ``old`` replaced by ``new``: the one line."""
+    text = (TINY / "config.yaml").read_text()
+    assert old in text
+    (tmp_path / "config.yaml").write_text(text.replace(old, new, 1))
+    out = snakemake("-n", "--config", f"mirror={MIRROR}", workdir=tmp_path)
+    assert out.returncode == 1
+    notice, line = out.stderr.strip().splitlines()
+    assert "profiles/default" in notice, out.stderr
+    return line
+
+
 TARGET = "results/en-de/{}/baseline/seed1/model/model.pt"
 LATIN1 = b"".join(line.encode("cp1252") + b"\n" for line in GERMAN)
 
@@ -172,6 +184,11 @@ CASES = [
      "config error: corpora.multi30k_val.tsv_columns: no column for 'de' (needed by pair en-de)"),
     ("bad-sha256", lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.{lang}", "sha256": {"de": "abc"}}}}),
      "config error: key 'corpora.multi30k_val.sha256.de': 'abc' does not match"),
+    ("config-tab", lambda t: workflow_text(t, "  vocab_size: 300", "\tvocab_size: 300"),
+     "config error: config.yaml, line 33, column 1: found character '\\t' that cannot start any token"
+     " (YAML indents with spaces; replace the tab)"),
+    ("config-bad-indent", lambda t: workflow_text(t, "  lr: 0.002\n", "  lr: 0.002\n   warmup_steps: 5\n"),
+     "config error: config.yaml, line 54, column 16: mapping values are not allowed here"),
     # Targets the config does not define (snakemake -n TARGET)
     ("unknown-model", lambda t: workflow(t, target=TARGET.format("nosuch")),
      "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, transformer)"),

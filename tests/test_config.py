@@ -1,6 +1,7 @@
 """Config dataclasses: loud errors, and the schema documents the same defaults as the code."""
 
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -64,6 +65,27 @@ def test_from_dict_converts_ints_and_lists():
     config = from_dict(TrainConfig, {"lr": 1, "adam_betas": [0.9, 0.99]}, "train")
     assert config.lr == 1.0 and isinstance(config.lr, float)
     assert config.adam_betas == (0.9, 0.99)
+
+
+def test_plain_yaml_switches_and_numbers_are_read_as_meant():
+    """YAML 1.1 (PyYAML, Snakemake) reads ``bf16: on`` as True and ``1e-3`` (no dot) as a string."""
+    data = yaml.safe_load("bf16: on\nlr: 1e-3\nmax_steps: 1e4\nmin_lr: 5E-5\nlabel_smoothing: '.1'")
+    assert data == {"bf16": True, "lr": "1e-3", "max_steps": "1e4", "min_lr": "5E-5", "label_smoothing": ".1"}
+    config = from_dict(TrainConfig, data, "train")
+    values = (config.bf16, config.lr, config.max_steps, config.min_lr, config.label_smoothing)
+    assert values == ("on", 1e-3, 10000, 5e-5, 0.1)
+    assert isinstance(config.max_steps, int)
+    assert from_dict(TrainConfig, yaml.safe_load("bf16: off"), "train").bf16 == "off"
+    assert from_dict(DecodeConfig, {"max_len_a": "2e0", "max_len_b": "1e1"}, "d").max_len_b == 10
+    # What is no number, or no whole number where one is wanted, or a boolean where no choice is on/off, stays wrong.
+    for data, message in [
+        ({"max_steps": "1.5e0"}, "train.max_steps: expected int, got '1.5e0'"),
+        ({"lr": "1e-3x"}, "train.lr: expected float, got '1e-3x'"),
+        ({"lr": "nan"}, "train.lr: expected float, got 'nan'"),
+        ({"device": True}, "train.device: True is not one of 'auto', 'cpu', 'cuda'"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            from_dict(TrainConfig, data, "train")
 
 
 VARIANT = SCHEMA["properties"]["backtranslation"]["properties"]["variants"]["additionalProperties"]["properties"]
