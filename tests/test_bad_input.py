@@ -194,6 +194,11 @@ CASES = [
      "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, transformer)"),
     ("unknown-pair", lambda t: workflow(t, target=TARGET.replace("en-de", "de-en").format("rnn")),
      "error: 'de-en' is not defined under pairs in the config (defined: en-de)"),
+    # A language that no pair has (fr) names the pair too, for a model and for the data before it.
+    ("unknown-pair-language", lambda t: workflow(t, target=TARGET.replace("en-de", "en-fr").format("transformer")),
+     "error: 'en-fr' is not defined under pairs in the config (defined: en-de)"),
+    ("unknown-pair-eval-set", lambda t: workflow(t, target="results/fr-de/data/eval/multi30k_val.de"),
+     "error: 'fr-de' is not defined under pairs in the config (defined: en-de)"),
     ("unknown-corpus", lambda t: workflow(t, target="results/data/download/nosuch.en"),
      "error: 'nosuch' is not defined under corpora in the config (defined: multi30k_mono1,"),
     ("unknown-seed", lambda t: workflow(t, target=TARGET.format("rnn").replace("seed1", "seed7")),

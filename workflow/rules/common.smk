@@ -43,10 +43,11 @@ if config["mirror"]:
 
 
 # Built from the config, so a path of an undefined language, stage, variant, seed or run has no rule
-# (models, pairs and corpora are checked by the get_* helpers, with a message naming the defined ones).
+# (models, pairs and corpora are checked by the get_* helpers, with a message naming the defined ones: so the
+# sides of a pair take any language code, and a pair the config lacks, such as en-fr, gets that message).
 wildcard_constraints:
-    src="|".join(EXPERIMENT.langs),
-    trg="|".join(EXPERIMENT.langs),
+    src="[a-z][a-z][a-z]?",
+    trg="[a-z][a-z][a-z]?",
     lang="|".join(EXPERIMENT.langs),
     corpus="[A-Za-z0-9][A-Za-z0-9_.-]*",
     model="[A-Za-z0-9_]+",
@@ -108,6 +109,16 @@ def get_corpus_sources(wildcards):
 def get_archive(wildcards):
     """The archive (zip, tar, TSV, OPUS zip) a corpus side is extracted from; none for per-language files."""
     return ["results/data/archive/{corpus}"] if get_corpus(wildcards).archived else []
+
+
+def get_download(side):
+    """Input function of the downloaded file of a corpus's ``side`` ("src", "trg") for a pair of the config."""
+
+    def inputs(wildcards):
+        get_pair(wildcards)
+        return f"results/data/download/{wildcards.corpus}.{getattr(wildcards, side)}"
+
+    return inputs
 
 
 def get_eval_files(wildcards):

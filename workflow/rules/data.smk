@@ -79,8 +79,8 @@ rule clean_corpus:
 # Prepare a dev or test set: normalize the source like the training data, keep the reference verbatim.
 rule prepare_eval_set:
     input:
-        src="results/data/download/{corpus}.{src}",
-        ref="results/data/download/{corpus}.{trg}",
+        src=get_download("src"),
+        ref=get_download("trg"),
     output:
         src="results/{src}-{trg}/data/eval/{corpus}.{src}",
         ref="results/{src}-{trg}/data/eval/{corpus}.{trg}",
