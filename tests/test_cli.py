@@ -134,6 +134,9 @@ CASES = [
     ("score: reference missing", S, "trained", b"", {"hyp": b"a\n"}, 1, r"error: {tmp}/ref: file not found", None),
     ("score: a directory as hypothesis", ["score", "--hyp", "{tmp}", "--ref", "{tmp}/ref"], "trained", b"",
      {"ref": b"a\n"}, 1, r"error: {tmp}: is a directory, not a file", None),
+    ("score: --trg-lang not a language code", [*S, "--trg-lang", "german"], "trained", b"",
+     {"hyp": b"a\n", "ref": b"a\n"}, 1,
+     r"error: target language 'german' is not a language code such as 'de', 'zh' or 'ja' \(ISO 639\)", None),
     ("score: CRLF hypotheses", S, "trained", b"", {"hyp": b"a b c d\r\n", "ref": b"a b c d\n"}, 0, None,
      r"^bleu\t100.00\t"),
 ]  # fmt: skip
