@@ -86,6 +86,7 @@ rule prepare_eval_set:
         ref="results/{src}-{trg}/data/eval/{corpus}.{trg}",
     params:
         punctuation=EXPERIMENT.cleaning.normalize_punctuation,
+        sources=get_corpus_sources,
     log:
         "results/logs/prepare_eval_set/{src}-{trg}.{corpus}.log",
     resources:
