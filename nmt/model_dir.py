@@ -36,12 +36,22 @@ def read_model_file(model_dir: str | Path, device: str | torch.device = "cpu") -
     model_dir = Path(model_dir)
     if not (model_dir / MODEL_FILE).is_file():
         what = "is a file" if model_dir.is_file() else "not found" if not model_dir.exists() else f"has no {MODEL_FILE}"
-        found = sorted(p.parent.name for p in model_dir.glob(f"*/{MODEL_FILE}"))[:3] if model_dir.is_dir() else []
-        hint = f"; model directories inside it: {', '.join(found)}" if found else ""
+        found = [str(p) for p in find_model_dirs(model_dir)] if model_dir.is_dir() else []
+        hint = f"; model directories inside it: {', '.join(found[:3])}" if found else ""
+        hint += f" (and {len(found) - 3} more)" if len(found) > 3 else ""
         raise DataError(
             f"{model_dir}: {what}; expected a model directory ({MODEL_FILE}, {SRC_SPM}, {TRG_SPM}, {META_FILE}){hint}"
         )
     return load_checkpoint(model_dir / MODEL_FILE, map_location=device)
+
+
+def find_model_dirs(folder: str | Path, depth: int = 5) -> list[Path]:
+    """The model directories inside ``folder`` (those holding a model.pt), relative to it and sorted, down to
+    ``depth`` levels: from ``results`` to ``results/en-de/transformer/baseline/seed1/model``, a user's ``--model``
+    that is a folder or a few too high finds them."""
+    folder = Path(folder)
+    found = (p.parent for level in range(1, depth + 1) for p in folder.glob("*/" * level + MODEL_FILE))
+    return sorted(p.relative_to(folder) for p in found)
 
 
 def write_model(model_dir: str | Path, checkpoint: dict[str, Any], src_spm: str | Path, trg_spm: str | Path) -> None:

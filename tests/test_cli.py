@@ -76,7 +76,17 @@ MODELS = {
     "tensor model.pt": lambda tmp, m: model_copy(tmp, m, lambda c: torch.save(torch.zeros(3), c / "model.pt")),
     "model.pt of another spec": lambda tmp, m: model_copy(tmp, m, lambda c: other_architecture(c / "model.pt")),
     "model.pt a directory": lambda tmp, m: model_copy(tmp, m, lambda c: replace_by_directory(c / "model.pt")),
+    "one folder too high": lambda tmp, m: results_tree(tmp, m) / "en-de/transformer",
 }  # fmt: skip
+
+
+def results_tree(tmp: Path, model_dir: Path) -> Path:
+    """``tmp/results`` as the workflow writes it: two seeds of the Transformer and the reverse model."""
+    for folder in ("en-de/transformer/baseline/seed1/model", "en-de/transformer/baseline/seed2/model",
+                   "en-de/backtranslation/reverse"):  # fmt: skip
+        shutil.copytree(model_dir, tmp / "results" / folder, ignore=shutil.ignore_patterns("checkpoints"))
+    return tmp / "results"
+
 
 T = ["translate", "--model", "{model}", "--beam-size", "2"]
 S = ["score", "--hyp", "{tmp}/hyp", "--ref", "{tmp}/ref"]
@@ -117,6 +127,9 @@ CASES = [
      r"loading state_dict for Seq2Seq: Missing key\(s\) in state_dict: .*\.\.\.\)", None),
     ("translate: model.pt a directory", T, "model.pt a directory", b"the cat\n", {}, 1,
      r"error: {model}/model.pt: is a directory, not a checkpoint", None),
+    ("translate: --model a folder above model directories", T, "one folder too high", b"the cat\n", {}, 1,
+     r"error: {model}: has no model.pt; expected a model directory \(model.pt, src.model, trg.model, meta.json\); "
+     r"model directories inside it: baseline/seed1/model, baseline/seed2/model$", None),
     ("translate: --beam-size 0", [*T, "--beam-size", "0"], "trained", b"the cat\n", {}, 2,
      r"python -m nmt translate: error: argument --beam-size: must be >= 1, got 0 \(see --help\)", None),
     ("translate: --batch-size abc", [*T, "--batch-size", "abc"], "trained", b"the cat\n", {}, 2,
