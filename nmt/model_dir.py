@@ -26,14 +26,22 @@ log = logging.getLogger(__name__)
 
 # Files of a model directory.
 MODEL_FILE, SRC_SPM, TRG_SPM, META_FILE = "model.pt", "src.model", "trg.model", "meta.json"
+# CTranslate2's weights, in place of model.pt in an export (nmt export; nmt.decoding.ctranslate2).
+EXPORT_FILE = "model.bin"
 
 
 def read_model_file(model_dir: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:
     """The checkpoint of ``model_dir`` (``spec``: architecture and settings; ``model``: the weights).
 
-    :raises DataError: one line naming the folder if it is not a model directory, saying what one holds
+    :raises DataError: one line naming the folder if it is not a model directory, saying what one holds (or, for
+        a CTranslate2 export, how to translate with it)
     """
     model_dir = Path(model_dir)
+    if not (model_dir / MODEL_FILE).is_file() and (model_dir / EXPORT_FILE).is_file():
+        raise DataError(
+            f"{model_dir}: a CTranslate2 export ({EXPORT_FILE}), not a model directory ({MODEL_FILE}): "
+            "translate with it with --runtime ctranslate2"
+        )
     if not (model_dir / MODEL_FILE).is_file():
         what = "is a file" if model_dir.is_file() else "not found" if not model_dir.exists() else f"has no {MODEL_FILE}"
         found = [str(p) for p in find_model_dirs(model_dir)] if model_dir.is_dir() else []

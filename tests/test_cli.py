@@ -307,17 +307,38 @@ def test_nbest_larger_than_the_beam(trained_model, capsys, monkeypatch):
 
 
 def test_ctranslate2_runtime_translates_greedy_and_refuses_beam(trained_model, capsys, monkeypatch):
+    """Without --method the ctranslate2 runtime searches greedily, as torch does token for token; beam is refused."""
     pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
-    argv = ["translate", "--model", str(trained_model[0]), "--runtime", "ctranslate2"]
+    argv = ["translate", "--model", str(trained_model[0]), "--runtime", "ctranslate2", "--method", "beam"]
     status, _, stderr = run_main(argv, b"the cat\n", capsys, monkeypatch)
     assert status == 1
     check_stderr(stderr, r"^error: translate\.runtime: ctranslate2 runs method greedy or sample here, not beam", 1)
     greedy = {}
-    for runtime in ("torch", "ctranslate2"):
-        argv = ["translate", "--model", str(trained_model[0]), "--method", "greedy", "--runtime", runtime]
-        status, greedy[runtime], _ = run_main(argv, b"the dog runs\n\nthe cat\n", capsys, monkeypatch)
-        assert status == 0
+    for runtime, method in (("torch", ["--method", "greedy"]), ("ctranslate2", [])):
+        argv = ["translate", "--model", str(trained_model[0]), *method, "--runtime", runtime]
+        status, greedy[runtime], stderr = run_main(argv, b"the dog runs\n\nthe cat\n", capsys, monkeypatch)
+        assert status == 0, stderr
     assert greedy["ctranslate2"] == greedy["torch"] and len(greedy["torch"].splitlines()) == 3
+
+
+def test_an_export_is_a_model_of_the_ctranslate2_runtime(trained_model, tmp_path, capsys, monkeypatch):
+    """``nmt export MODEL OUT`` (the one format needs no --format), then ``nmt translate --model OUT --runtime
+    ctranslate2``: the greedy output of the model directory; the torch runtime says what OUT is and what to add."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    model_dir, export = str(trained_model[0]), tmp_path / "en-de.ct2"
+    status, stdout, stderr = run_main(["export", model_dir, str(export)], b"", capsys, monkeypatch)
+    assert status == 0 and stdout == f"{export}\n", stderr
+    src = b"the dog runs\n\nthe big cat sleeps\n"
+    status, torch_out, _ = run_main(["translate", "--model", model_dir, "--method", "greedy"], src, capsys, monkeypatch)
+    assert status == 0
+    argv = ["translate", "--model", str(export), "--runtime", "ctranslate2"]
+    status, ct2_out, stderr = run_main(argv, src, capsys, monkeypatch)
+    assert status == 0, stderr
+    assert ct2_out == torch_out and len(ct2_out.splitlines()) == 3
+    status, _, stderr = run_main(["translate", "--model", str(export)], src, capsys, monkeypatch)
+    assert status == 1
+    check_stderr(stderr, rf"^error: {re.escape(str(export))}: a CTranslate2 export \(model\.bin\), not a model "
+                 r"directory \(model\.pt\): translate with it with --runtime ctranslate2$", 1)  # fmt: skip
 
 
 def test_input_and_output_files(trained_model, tmp_path, capsys, monkeypatch):
