@@ -32,9 +32,20 @@
 # that variant's real + synthetic corpus). {run} is seed{N} for each of config["seeds"], or "ensemble"
 # (all seeds' models decoding together) when there are several seeds.
 
+import sys
+
 from snakemake.utils import min_version
 
+from nmt.errors import ConfigError
+from nmt.experiment import check_config_syntax
+
 min_version("9.0")
+
+# Snakemake's own message on a YAML syntax error (a tab, a bad indent) names neither the file nor the line.
+try:
+    check_config_syntax("config.yaml")
+except ConfigError as e:
+    sys.exit(f"config error: {e}")
 
 
 configfile: "config.yaml"

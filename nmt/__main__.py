@@ -17,18 +17,14 @@ from nmt.entry import entry_point
 from nmt.errors import ConfigError, DataError
 
 
-def translate(args: argparse.Namespace) -> None:
-    from nmt.atomic import atomic_text
-    from nmt.decoding.allocator import keep_freed_memory
-    from nmt.decoding.ensemble import load_ensemble
-    from nmt.decoding.translation import check_source, read_source, runtime_search, translate_windows
-    from nmt.device import get_device
-    from nmt.model_dir import normalize_input
-
-    config = from_dict(
+def decode_config(args: argparse.Namespace) -> DecodeConfig:
+    """The search of ``translate``'s options. Without ``--method`` it is the config's default (beam), or greedy
+    search with ``--runtime ctranslate2``, whose beam search is not ours (it normalises by ``length ** alpha``)."""
+    method = args.method or ("greedy" if args.runtime == "ctranslate2" else DecodeConfig.method)
+    return from_dict(
         DecodeConfig,
         {
-            "method": args.method,
+            "method": method,
             "beam_size": args.beam_size,
             "length_penalty": args.length_penalty,
             "sampling_topk": args.sampling_topk,
@@ -40,6 +36,16 @@ def translate(args: argparse.Namespace) -> None:
         },
         "translate",
     )
+
+
+def translate(args: argparse.Namespace) -> None:
+    from nmt.atomic import atomic_text
+    from nmt.decoding.allocator import keep_freed_memory
+    from nmt.decoding.translation import check_source, load_decoding, read_source, translate_windows
+    from nmt.device import get_device
+    from nmt.model_dir import normalize_input
+
+    config = decode_config(args)
     if args.nbest is not None and (config.method != "beam" or args.nbest > config.beam_size):
         raise ConfigError(f"translate: --nbest {args.nbest} needs --method beam and --beam-size >= {args.nbest}")
     if args.input is None and sys.stdin is None:
@@ -47,8 +53,7 @@ def translate(args: argparse.Namespace) -> None:
     name = str(check_source(args.input)) if args.input else "stdin"
     device = get_device(args.device)
     keep_freed_memory()  # a decoding process: reuse each step's freed tensors instead of faulting pages in
-    model, src_sp, trg_sp = load_ensemble(args.model, device, args.bf16)
-    search = runtime_search(args.model, src_sp, trg_sp, config, device)
+    model, src_sp, trg_sp, search = load_decoding(args.model, config, device, args.bf16)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)
     output = atomic_text(args.output) if args.output else nullcontext(sys.stdout)
     with source as src, output as out:
@@ -180,10 +185,14 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
         "--model",
         required=True,
         action="append",
-        help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble",
+        help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble; "
+        "with --runtime ctranslate2 also a CTranslate2 export (nmt export)",
     )
     search = DecodeConfig()  # the defaults of a decoding config (one home: nmt.config)
-    p.add_argument("--method", default=search.method, choices=["beam", "greedy", "sample"], help="search")
+    # None: decode_config picks it by the runtime; %(default).0s prints nothing where argparse would print None.
+    p.add_argument("--method", default=None, choices=["beam", "greedy", "sample"],
+                   help=f"search (default: {search.method}; greedy with --runtime ctranslate2)"
+                   "%(default).0s")  # fmt: skip
     p.add_argument("--beam-size", type=positive_int, default=search.beam_size, help="beam: hypotheses kept per step")
     p.add_argument("--length-penalty", type=float, default=search.length_penalty,
                    help="beam: exponent alpha of ((5 + |Y|) / 6)^alpha")  # fmt: skip
@@ -198,8 +207,8 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
                    help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; "
                    "--bf16 alone: on")  # fmt: skip
     p.add_argument("--runtime", default=search.runtime, choices=["torch", "ctranslate2"],
-                   help="ctranslate2: greedy or sample in CTranslate2 on an export of the model "
-                   "(greedy output equals torch's)")  # fmt: skip
+                   help="ctranslate2: greedy or sample in CTranslate2, on a CTranslate2 export or on an export of "
+                   "the model directory made at start-up (greedy output equals torch's)")  # fmt: skip
     p.add_argument("--nbest", type=positive_int, help="beam search: print the N best as LINE<TAB>HYP<TAB>SCORE<TAB>"
                    "LOGPROB lines, best first (SCORE: LOGPROB / length penalty, what the beam ranks by)")  # fmt: skip
     p.add_argument("--input", help="read this file instead of stdin")

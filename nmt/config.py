@@ -4,6 +4,7 @@ import dataclasses
 import re
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
@@ -40,10 +41,37 @@ def from_dict(cls: type[C], data: dict[str, Any] | None, where: str) -> C:
     return obj
 
 
+# A number as YAML 1.1 (PyYAML, Snakemake) may leave it a string: ``1e-3`` has no dot, so it is not a float there.
+NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+# The choices of a switch such as ``bf16`` that YAML 1.1 reads as booleans (``on``, ``off``, ``yes``, ``no``).
+SWITCH = {True: "on", False: "off"}
+
+
+def read_number(value: Any, integer: bool = False) -> Any:
+    """``value`` as a number if it is a string that writes one (``"1e-3"``, ``"1e4"`` where an ``integer`` is
+    wanted and the number is whole); anything else as it is, for the type check to name."""
+    if not isinstance(value, str) or not NUMBER.fullmatch(value.strip()):
+        return value
+    number = float(value)
+    if not integer:
+        return number
+    return int(number) if number.is_integer() else value
+
+
+def read_switch(value: Any, choices: Iterable[Any]) -> Any:
+    """``"on"``/``"off"`` for a boolean where ``choices`` hold them (YAML 1.1 reads ``bf16: on`` as True)."""
+    choices = list(choices)
+    if isinstance(value, bool) and SWITCH[value] in choices and value not in choices:
+        return SWITCH[value]
+    return value
+
+
 def _check_value(value: Any, hint: Any, key: str) -> Any:
-    """Return ``value`` (ints widened to float where a float is wanted) or raise naming ``key``."""
+    """Return ``value`` (ints widened to float where a float is wanted, YAML 1.1's booleans and numeric
+    strings read as :func:`read_switch` and :func:`read_number` do) or raise naming ``key``."""
     origin = get_origin(hint)
     if origin is Literal:
+        value = read_switch(value, get_args(hint))
         if value not in get_args(hint):
             choices = ", ".join(repr(c) for c in get_args(hint))
             raise ConfigError(f"{key}: {value!r} is not one of {choices}")
@@ -58,6 +86,8 @@ def _check_value(value: Any, hint: Any, key: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{key}: expected a list, got {value!r}")
         return list(value) if origin is list else tuple(value)
+    if hint in (int, float):
+        value = read_number(value, integer=hint is int)
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if hint in (int, float, str, bool):

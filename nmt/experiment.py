@@ -6,7 +6,9 @@ defaults), calls :func:`load_experiment`, and answers every param and input func
 """
 
 import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -21,6 +23,8 @@ from nmt.config import (
     TablesConfig,
     TrainConfig,
     from_dict,
+    read_number,
+    read_switch,
 )
 from nmt.errors import ConfigError
 from nmt.model_config import resolve_model_options
@@ -29,6 +33,38 @@ from nmt.model_config import resolve_model_options
 BASELINE = "baseline"
 # The run of all seeds' models decoding together (when there are two or more seeds).
 ENSEMBLE = "ensemble"
+
+
+def check_config_syntax(path: str | Path) -> None:
+    """Raise ConfigError naming the line and column of a YAML syntax error in the config file ``path`` (a tab,
+    a bad indent), which Snakemake's own message ("Config file is not valid JSON or YAML") does not name.
+
+    The file is read as Snakemake reads it: as JSON, else as YAML. A missing file is Snakemake's to report.
+
+    :raises ConfigError: ``PATH, line N, column M: what YAML found``
+    """
+    path = Path(path)
+    if not path.is_file():
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 (byte {e.start}); save the config file as UTF-8") from None
+    try:
+        json.loads(text)
+        return
+    except ValueError:
+        pass
+    try:
+        yaml.load(text, Loader=yaml.FullLoader)  # Snakemake's loader (yte)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+        problem = " ".join(str(e.problem or e.context).split())
+        hint = " (YAML indents with spaces; replace the tab)" if "'\\t'" in problem else ""
+        raise ConfigError(f"{where}: {problem}{hint}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not YAML ({' '.join(str(e).split())})") from None
 
 
 def read_overrides(value: Any, schema: dict[str, Any], key: str) -> Any:
@@ -57,6 +93,33 @@ def read_overrides(value: Any, schema: dict[str, Any], key: str) -> Any:
         return yaml.safe_load(value)
     except yaml.YAMLError as e:
         raise ConfigError(f"key '{key}': --config value {value!r} is not YAML ({getattr(e, 'problem', e)})") from e
+
+
+def read_yaml_habits(value: Any, schema: dict[str, Any]) -> Any:
+    """``value`` with what YAML 1.1 (PyYAML, so Snakemake) makes of plain YAML read as the schema means it.
+
+    YAML 1.1 reads ``on``/``off`` (and ``yes``/``no``) as booleans, so ``bf16: on`` gives True: where the schema's
+    choices are ``on``/``off``, a boolean becomes ``"on"``/``"off"``. It reads a float without a dot (``1e-3``)
+    as a string: where the schema wants a number, a string that writes one becomes that number (an integer where
+    it wants one and the number is whole, as ``1e4``). Sections without a schema of their keys (a model's
+    ``training``, a variant's ``generation``) are read the same way by :func:`nmt.config.from_dict`.
+
+    :param value: a config value (the whole config with the whole schema)
+    :param schema: the JSON schema of that value
+    :return: the value, read again where YAML 1.1 misread it; anything else as it was, for the schema to check
+    """
+    if isinstance(value, dict):
+        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
+        extra = extra if isinstance(extra, dict) else {}
+        return {k: read_yaml_habits(v, props.get(k, extra)) for k, v in value.items()}
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [read_yaml_habits(v, items if isinstance(items, dict) else {}) for v in value]
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    if "string" not in types and {"number", "integer"} & set(types):
+        return read_number(value, integer="number" not in types)
+    return read_switch(value, schema.get("enum", []))
 
 
 def reject_training_seeds(config: dict[str, Any]) -> None:

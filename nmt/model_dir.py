@@ -26,22 +26,40 @@ log = logging.getLogger(__name__)
 
 # Files of a model directory.
 MODEL_FILE, SRC_SPM, TRG_SPM, META_FILE = "model.pt", "src.model", "trg.model", "meta.json"
+# CTranslate2's weights, in place of model.pt in an export (nmt export; nmt.decoding.ctranslate2).
+EXPORT_FILE = "model.bin"
 
 
 def read_model_file(model_dir: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:
     """The checkpoint of ``model_dir`` (``spec``: architecture and settings; ``model``: the weights).
 
-    :raises DataError: one line naming the folder if it is not a model directory, saying what one holds
+    :raises DataError: one line naming the folder if it is not a model directory, saying what one holds (or, for
+        a CTranslate2 export, how to translate with it)
     """
     model_dir = Path(model_dir)
+    if not (model_dir / MODEL_FILE).is_file() and (model_dir / EXPORT_FILE).is_file():
+        raise DataError(
+            f"{model_dir}: a CTranslate2 export ({EXPORT_FILE}), not a model directory ({MODEL_FILE}): "
+            "translate with it with --runtime ctranslate2"
+        )
     if not (model_dir / MODEL_FILE).is_file():
         what = "is a file" if model_dir.is_file() else "not found" if not model_dir.exists() else f"has no {MODEL_FILE}"
-        found = sorted(p.parent.name for p in model_dir.glob(f"*/{MODEL_FILE}"))[:3] if model_dir.is_dir() else []
-        hint = f"; model directories inside it: {', '.join(found)}" if found else ""
+        found = [str(p) for p in find_model_dirs(model_dir)] if model_dir.is_dir() else []
+        hint = f"; model directories inside it: {', '.join(found[:3])}" if found else ""
+        hint += f" (and {len(found) - 3} more)" if len(found) > 3 else ""
         raise DataError(
             f"{model_dir}: {what}; expected a model directory ({MODEL_FILE}, {SRC_SPM}, {TRG_SPM}, {META_FILE}){hint}"
         )
     return load_checkpoint(model_dir / MODEL_FILE, map_location=device)
+
+
+def find_model_dirs(folder: str | Path, depth: int = 5) -> list[Path]:
+    """The model directories inside ``folder`` (those holding a model.pt), relative to it and sorted, down to
+    ``depth`` levels: from ``results`` to ``results/en-de/transformer/baseline/seed1/model``, a user's ``--model``
+    that is a folder or a few too high finds them."""
+    folder = Path(folder)
+    found = (p.parent for level in range(1, depth + 1) for p in folder.glob("*/" * level + MODEL_FILE))
+    return sorted(p.relative_to(folder) for p in found)
 
 
 def write_model(model_dir: str | Path, checkpoint: dict[str, Any], src_spm: str | Path, trg_spm: str | Path) -> None:

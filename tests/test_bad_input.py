@@ -56,7 +56,8 @@ def clean_mono(tmp_path: Path, lines: bytes | list[str]) -> str:
 def eval_set(tmp_path: Path, de: bytes | list[str], en: list[str], name: str = "test.de") -> str:
     out = tmp_path / "out"
     src, ref = write(tmp_path / name, de), write(tmp_path / "test.en", en)
-    return str(prepare_eval_set(src, ref, out / "t.de", out / "t.en", "de"))
+    sources = (f"https://example.org/{name}", "https://example.org/test.en")
+    return str(prepare_eval_set(src, ref, out / "t.de", out / "t.en", "de", sources=sources))
 
 
 def full_disk(tmp_path: Path, how: str) -> str:
@@ -107,6 +108,18 @@ def workflow(tmp_path: Path, override: dict | None = None, target: str | None = 
     return line
 
 
+def workflow_text(tmp_path: Path, old: str, new: str) -> str:
+    """``snakemake -n`` on the tiny config file with its text ``old`` replaced by ``new``: the one line."""
+    text = (TINY / "config.yaml").read_text()
+    assert old in text
+    (tmp_path / "config.yaml").write_text(text.replace(old, new, 1))
+    out = snakemake("-n", "--config", f"mirror={MIRROR}", workdir=tmp_path)
+    assert out.returncode == 1
+    notice, line = out.stderr.strip().splitlines()
+    assert "profiles/default" in notice, out.stderr
+    return line
+
+
 TARGET = "results/en-de/{}/baseline/seed1/model/model.pt"
 LATIN1 = b"".join(line.encode("cp1252") + b"\n" for line in GERMAN)
 
@@ -117,19 +130,31 @@ CASES = [
      "https://example.org/raw.de (read from {t}/raw.de): 16 of 20 lines (80.0%) are not valid UTF-8;"
      " it looks like Latin-1/cp1252"),
     ("latin1-mono", lambda t: clean_mono(t, LATIN1 * 4), "/data/news.de (read from {t}/mono.de): 16 of 20 lines"),
-    ("utf16-corpus", lambda t: clean(t, "\n".join(GERMAN).encode("utf-16"), ENGLISH), "{t}/raw.de: looks like UTF-16"),
-    ("empty-corpus", lambda t: clean(t, b"", b""), "{t}/raw.de: corpus is empty"),
+    # Each error names the user's file as configured (URL or path), and the downloaded copy that was read.
+    ("utf16-corpus", lambda t: clean(t, "\n".join(GERMAN).encode("utf-16"), ENGLISH),
+     "https://example.org/raw.de (read from {t}/raw.de): looks like UTF-16"),
+    ("empty-corpus", lambda t: clean(t, b"", b""),
+     "https://example.org/raw.de (read from {t}/raw.de): corpus is empty"),
+    ("empty-mono", lambda t: clean_mono(t, b""), "/data/news.de (read from {t}/mono.de): corpus is empty"),
     ("every-line-dropped", lambda t: clean(t, GERMAN, GERMAN),
-     "{t}/raw.de: all 5 lines were dropped by the filters (copy=5)"),
-    ("line-count-mismatch", lambda t: clean(t, GERMAN, ENGLISH[:3]), "{t}/raw.de has 5 lines but {t}/raw.en has 3"),
-    ("not-gzip", lambda t: eval_set(t, b"\xff\x00" * 9, ENGLISH, name="test.de.gz"), "{t}/test.de.gz: not a gzip file"),
+     "https://example.org/raw.de (read from {t}/raw.de): all 5 lines were dropped by the filters (copy=5)"),
+    ("every-mono-line-dropped", lambda t: clean_mono(t, ["\x1b[31m"] * 3),
+     "/data/news.de (read from {t}/mono.de): all 3 lines were dropped by the filters"),
+    ("line-count-mismatch", lambda t: clean(t, GERMAN, ENGLISH[:3]),
+     "https://example.org/raw.de (read from {t}/raw.de) has 5 lines but raw.en (read from {t}/raw.en) has 3"),
+    ("not-gzip", lambda t: eval_set(t, b"\xff\x00" * 9, ENGLISH, name="test.de.gz"),
+     "https://example.org/test.de.gz (read from {t}/test.de.gz): not a gzip file"),
     ("truncated-gzip", lambda t: eval_set(t, gzip.compress(b"Ein Satz.\n" * 999)[:-30], ["A sentence."] * 999),
-     "{t}/test.de: truncated gzip stream"),
+     "https://example.org/test.de (read from {t}/test.de): truncated gzip stream"),
     ("missing-file", lambda t: str(prepare_eval_set(t / "nope.de", t / "nope.en", t / "a", t / "b", "de")),
      "{t}/nope.de: no such file"),
-    ("empty-test-set", lambda t: eval_set(t, b"", []), "{t}/test.de: corpus is empty"),
+    ("test-set-line-count-mismatch", lambda t: eval_set(t, GERMAN, ENGLISH[:4]),
+     "https://example.org/test.de (read from {t}/test.de) has 5 lines but https://example.org/test.en (read from"
+     " {t}/test.en) has 4"),
+    ("empty-test-set", lambda t: eval_set(t, b"", []),
+     "https://example.org/test.de (read from {t}/test.de): corpus is empty"),
     ("test-set-invalid-utf8", lambda t: eval_set(t, LATIN1, ENGLISH),
-     "{t}/test.de: line 1 is not valid UTF-8; it looks like Latin-1/cp1252"),
+     "https://example.org/test.de (read from {t}/test.de): line 1 is not valid UTF-8; it looks like Latin-1/cp1252"),
     ("sha256-mismatch", sha256_mismatch, "{t}/corpus.de: sha256 mismatch, expected 0000"),
     # Cleaning: counted drops and silent repairs
     ("few-invalid-lines", lambda t: clean(t, GERMAN * 4 + [b"\x81"], ENGLISH * 4 + ["x"], dedup=False),
@@ -139,6 +164,13 @@ CASES = [
      "kept ['Ein Satz [1].']; dropped ansi_code=2"),
     ("crlf-and-bom", lambda t: clean(t, b"\xef\xbb\xbfEin Satz.\r\nNoch ein Satz.\r\n", ["A sentence.", "Another."]),
      "kept ['Ein Satz.', 'Noch ein Satz.']; dropped"),
+    # CR-only line ends (classic Mac OS) are line ends, not one line of the whole file; a CR inside a line is not.
+    ("cr-only-line-ends", lambda t: clean(t, b"Ein Satz.\rNoch ein Satz.\r", ["A sentence.", "Another."]),
+     "kept ['Ein Satz.', 'Noch ein Satz.']; dropped"),
+    ("cr-only-mono", lambda t: clean_mono(t, "\r".join(GERMAN).encode()), "kept 5; dropped"),
+    ("cr-only-gzip-test-set", lambda t: eval_set(t, gzip.compress("\r".join(GERMAN).encode()), ENGLISH), "5"),
+    ("cr-inside-a-line", lambda t: clean(t, [b"Ein\rSatz.", b"Noch ein Satz."], ["A sentence.", "Another."]),
+     "kept ['EinSatz.', 'Noch ein Satz.']; dropped"),  # a control character, removed by the normalizer
     # Output
     ("disk-full", lambda t: full_disk(t, "ENOSPC"), "error: {t}/out/c.de, {t}/out/c.en: no space left on device"),
     ("file-size-limit", lambda t: full_disk(t, "EFBIG"),
@@ -172,11 +204,21 @@ CASES = [
      "config error: corpora.multi30k_val.tsv_columns: no column for 'de' (needed by pair en-de)"),
     ("bad-sha256", lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.{lang}", "sha256": {"de": "abc"}}}}),
      "config error: key 'corpora.multi30k_val.sha256.de': 'abc' does not match"),
+    ("config-tab", lambda t: workflow_text(t, "  vocab_size: 300", "\tvocab_size: 300"),
+     "config error: config.yaml, line 33, column 1: found character '\\t' that cannot start any token"
+     " (YAML indents with spaces; replace the tab)"),
+    ("config-bad-indent", lambda t: workflow_text(t, "  lr: 0.002\n", "  lr: 0.002\n   warmup_steps: 5\n"),
+     "config error: config.yaml, line 54, column 16: mapping values are not allowed here"),
     # Targets the config does not define (snakemake -n TARGET)
     ("unknown-model", lambda t: workflow(t, target=TARGET.format("nosuch")),
      "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, transformer)"),
     ("unknown-pair", lambda t: workflow(t, target=TARGET.replace("en-de", "de-en").format("rnn")),
      "error: 'de-en' is not defined under pairs in the config (defined: en-de)"),
+    # A language that no pair has (fr) names the pair too, for a model and for the data before it.
+    ("unknown-pair-language", lambda t: workflow(t, target=TARGET.replace("en-de", "en-fr").format("transformer")),
+     "error: 'en-fr' is not defined under pairs in the config (defined: en-de)"),
+    ("unknown-pair-eval-set", lambda t: workflow(t, target="results/fr-de/data/eval/multi30k_val.de"),
+     "error: 'fr-de' is not defined under pairs in the config (defined: en-de)"),
     ("unknown-corpus", lambda t: workflow(t, target="results/data/download/nosuch.en"),
      "error: 'nosuch' is not defined under corpora in the config (defined: multi30k_mono1,"),
     ("unknown-seed", lambda t: workflow(t, target=TARGET.format("rnn").replace("seed1", "seed7")),

@@ -76,7 +76,17 @@ MODELS = {
     "tensor model.pt": lambda tmp, m: model_copy(tmp, m, lambda c: torch.save(torch.zeros(3), c / "model.pt")),
     "model.pt of another spec": lambda tmp, m: model_copy(tmp, m, lambda c: other_architecture(c / "model.pt")),
     "model.pt a directory": lambda tmp, m: model_copy(tmp, m, lambda c: replace_by_directory(c / "model.pt")),
+    "one folder too high": lambda tmp, m: results_tree(tmp, m) / "en-de/transformer",
 }  # fmt: skip
+
+
+def results_tree(tmp: Path, model_dir: Path) -> Path:
+    """``tmp/results`` as the workflow writes it: two seeds of the Transformer and the reverse model."""
+    for folder in ("en-de/transformer/baseline/seed1/model", "en-de/transformer/baseline/seed2/model",
+                   "en-de/backtranslation/reverse"):  # fmt: skip
+        shutil.copytree(model_dir, tmp / "results" / folder, ignore=shutil.ignore_patterns("checkpoints"))
+    return tmp / "results"
+
 
 T = ["translate", "--model", "{model}", "--beam-size", "2"]
 S = ["score", "--hyp", "{tmp}/hyp", "--ref", "{tmp}/ref"]
@@ -117,6 +127,9 @@ CASES = [
      r"loading state_dict for Seq2Seq: Missing key\(s\) in state_dict: .*\.\.\.\)", None),
     ("translate: model.pt a directory", T, "model.pt a directory", b"the cat\n", {}, 1,
      r"error: {model}/model.pt: is a directory, not a checkpoint", None),
+    ("translate: --model a folder above model directories", T, "one folder too high", b"the cat\n", {}, 1,
+     r"error: {model}: has no model.pt; expected a model directory \(model.pt, src.model, trg.model, meta.json\); "
+     r"model directories inside it: baseline/seed1/model, baseline/seed2/model$", None),
     ("translate: --beam-size 0", [*T, "--beam-size", "0"], "trained", b"the cat\n", {}, 2,
      r"python -m nmt translate: error: argument --beam-size: must be >= 1, got 0 \(see --help\)", None),
     ("translate: --batch-size abc", [*T, "--batch-size", "abc"], "trained", b"the cat\n", {}, 2,
@@ -134,6 +147,9 @@ CASES = [
     ("score: reference missing", S, "trained", b"", {"hyp": b"a\n"}, 1, r"error: {tmp}/ref: file not found", None),
     ("score: a directory as hypothesis", ["score", "--hyp", "{tmp}", "--ref", "{tmp}/ref"], "trained", b"",
      {"ref": b"a\n"}, 1, r"error: {tmp}: is a directory, not a file", None),
+    ("score: --trg-lang not a language code", [*S, "--trg-lang", "german"], "trained", b"",
+     {"hyp": b"a\n", "ref": b"a\n"}, 1,
+     r"error: target language 'german' is not a language code such as 'de', 'zh' or 'ja' \(ISO 639\)", None),
     ("score: CRLF hypotheses", S, "trained", b"", {"hyp": b"a b c d\r\n", "ref": b"a b c d\n"}, 0, None,
      r"^bleu\t100.00\t"),
 ]  # fmt: skip
@@ -291,17 +307,38 @@ def test_nbest_larger_than_the_beam(trained_model, capsys, monkeypatch):
 
 
 def test_ctranslate2_runtime_translates_greedy_and_refuses_beam(trained_model, capsys, monkeypatch):
+    """Without --method the ctranslate2 runtime searches greedily, as torch does token for token; beam is refused."""
     pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
-    argv = ["translate", "--model", str(trained_model[0]), "--runtime", "ctranslate2"]
+    argv = ["translate", "--model", str(trained_model[0]), "--runtime", "ctranslate2", "--method", "beam"]
     status, _, stderr = run_main(argv, b"the cat\n", capsys, monkeypatch)
     assert status == 1
     check_stderr(stderr, r"^error: translate\.runtime: ctranslate2 runs method greedy or sample here, not beam", 1)
     greedy = {}
-    for runtime in ("torch", "ctranslate2"):
-        argv = ["translate", "--model", str(trained_model[0]), "--method", "greedy", "--runtime", runtime]
-        status, greedy[runtime], _ = run_main(argv, b"the dog runs\n\nthe cat\n", capsys, monkeypatch)
-        assert status == 0
+    for runtime, method in (("torch", ["--method", "greedy"]), ("ctranslate2", [])):
+        argv = ["translate", "--model", str(trained_model[0]), *method, "--runtime", runtime]
+        status, greedy[runtime], stderr = run_main(argv, b"the dog runs\n\nthe cat\n", capsys, monkeypatch)
+        assert status == 0, stderr
     assert greedy["ctranslate2"] == greedy["torch"] and len(greedy["torch"].splitlines()) == 3
+
+
+def test_an_export_is_a_model_of_the_ctranslate2_runtime(trained_model, tmp_path, capsys, monkeypatch):
+    """``nmt export MODEL OUT`` (the one format needs no --format), then ``nmt translate --model OUT --runtime
+    ctranslate2``: the greedy output of the model directory; the torch runtime says what OUT is and what to add."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    model_dir, export = str(trained_model[0]), tmp_path / "en-de.ct2"
+    status, stdout, stderr = run_main(["export", model_dir, str(export)], b"", capsys, monkeypatch)
+    assert status == 0 and stdout == f"{export}\n", stderr
+    src = b"the dog runs\n\nthe big cat sleeps\n"
+    status, torch_out, _ = run_main(["translate", "--model", model_dir, "--method", "greedy"], src, capsys, monkeypatch)
+    assert status == 0
+    argv = ["translate", "--model", str(export), "--runtime", "ctranslate2"]
+    status, ct2_out, stderr = run_main(argv, src, capsys, monkeypatch)
+    assert status == 0, stderr
+    assert ct2_out == torch_out and len(ct2_out.splitlines()) == 3
+    status, _, stderr = run_main(["translate", "--model", str(export)], src, capsys, monkeypatch)
+    assert status == 1
+    check_stderr(stderr, rf"^error: {re.escape(str(export))}: a CTranslate2 export \(model\.bin\), not a model "
+                 r"directory \(model\.pt\): translate with it with --runtime ctranslate2$", 1)  # fmt: skip
 
 
 def test_input_and_output_files(trained_model, tmp_path, capsys, monkeypatch):

@@ -40,6 +40,27 @@ def test_greedy_equals_ours(trained_model, tmp_path, max_len_a, max_len_b):
         assert len({len(h.split()) for h in ct2}) > 2  # limits differ, and outputs were cut to them
 
 
+def test_an_export_translates_as_its_model_directory_without_exporting_again(trained_model, tmp_path, monkeypatch):
+    """An export (nmt export) is loaded as it is, and its inputs are cut to the model's max_positions (spec.json)
+    as torch cuts them: the greedy output of the model directory, a line far past the limit included."""
+    import nmt.decoding.ctranslate2 as ct2
+
+    model_dir, _ = trained_model
+    export = ct2.export_model(model_dir, tmp_path / "ct2")
+    assert {"model.bin", "spec.json", "src.model", "trg.model"} <= {p.name for p in export.iterdir()}
+    lines, _ = make_toy_corpus(60, seed=15)
+    lines[7] = " ".join(["dog"] * 1500)  # 3001 subwords: cut to 1024
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ours = _translate([model_dir], src, tmp_path, "torch", method="greedy")
+
+    def export_again(*args, **kwargs):
+        raise AssertionError("an export is translated as it is")
+
+    monkeypatch.setattr(ct2, "export_model", export_again)
+    assert _translate([export], src, tmp_path, "ct2", method="greedy", runtime="ctranslate2") == ours
+
+
 @pytest.mark.parametrize("topk", [0, 5])
 def test_sampling_is_seeded(trained_model, tmp_path, topk):
     model_dir, _ = trained_model

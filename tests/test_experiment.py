@@ -9,7 +9,7 @@ from snakemake.utils import validate  # the schema call of workflow/rules/common
 
 from nmt.config import ModelMeta
 from nmt.errors import ConfigError
-from nmt.experiment import Run, System, load_experiment, read_overrides, reject_training_seeds
+from nmt.experiment import Run, System, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
 from nmt.models.seq2seq import build_model
 
 TINY = yaml.safe_load((REPO / "tests/integration/config.yaml").read_text())
@@ -230,6 +230,30 @@ def test_command_line_overrides_are_read_as_yaml():
     assert opus == {"x": {"version": "1.0"}}
     with pytest.raises(ConfigError, match=r"^key 'seeds': --config value '\[1, 2' is not YAML"):
         read_overrides("[1, 2", schema["seeds"], "seeds")
+
+
+def test_plain_yaml_switches_and_numbers_are_read_as_the_schema_means():
+    """YAML 1.1 reads ``bf16: on`` as True and ``1e-3`` as a string; the schema's keys are read again, and the
+    sections it does not spell out (a model's ``training``) by nmt.config.from_dict."""
+    sections = yaml.safe_load(
+        "training: {bf16: on, lr: 1e-3, max_steps: 1e3, adam_betas: [9e-1, 0.98]}\n"
+        "decoding: {max_len_a: 2e0}\n"
+        "models: {transformer: {arch: transformer, size: tiny, dropout: 1e-1, training: {bf16: off, lr: 5e-4}}}\n"
+    )
+    assert sections["training"]["bf16"] is True and sections["training"]["lr"] == "1e-3"
+    config = read_yaml_habits(copy.deepcopy(TINY) | sections, SCHEMA)
+    assert config["training"] == {"bf16": "on", "lr": 0.001, "max_steps": 1000, "adam_betas": [0.9, 0.98]}
+    assert config["decoding"] == {"max_len_a": 2.0} and config["models"]["transformer"]["dropout"] == 0.1
+    assert config["data"] == TINY["data"] and config["seeds"] == TINY["seeds"]  # the rest as it was
+    experiment = experiment_of(**config)
+    training = experiment.models["transformer"].training
+    assert training.bf16 == "off" and training.lr == 5e-4
+    assert experiment.decoding.max_len_a == 2.0
+    # A string that is no number stays a string, for the schema to name.
+    assert read_yaml_habits({"lr": "fast", "device": True}, SCHEMA["properties"]["training"]) == {
+        "lr": "fast",
+        "device": True,
+    }
 
 
 def test_training_seed_is_rejected():

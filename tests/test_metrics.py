@@ -33,6 +33,19 @@ def test_bleu_tokenizer_follows_the_target_language():
     assert "tok:zh" in score_corpus(["我爱你"], ["我爱你"], "zh")["bleu"]["signature"]
 
 
+@pytest.mark.parametrize("trg_lang", ["german", "German", "DE", "de-DE", "zh_TW", "1"])
+def test_a_target_language_that_is_no_code_is_one_line(trg_lang):
+    """sacreBLEU would score a name it does not know with its default tokenizer (13a), silently."""
+    with pytest.raises(ConfigError) as excinfo:
+        score_corpus(["我爱你"], ["我爱你"], trg_lang)
+    assert_one_line(excinfo, f"target language {trg_lang!r} is not a language code such as 'de', 'zh' or 'ja'")
+
+
+@pytest.mark.parametrize("trg_lang, tokenizer", [("", "13a"), ("de", "13a"), ("fil", "13a"), ("zh", "zh")])
+def test_language_codes_pick_the_tokenizer(trg_lang, tokenizer):
+    assert f"tok:{tokenizer}|" in score_corpus(["我爱你"], ["我爱你"], trg_lang)["bleu"]["signature"]
+
+
 def test_a_tokenizer_without_its_dependencies_is_one_line():
     try:
         import mecab_ko  # noqa: F401

@@ -110,14 +110,18 @@ def test_corrupt_gzip(tmp_path: Path) -> None:
     [
         (b"a\r\nb\r\n", ["a", "b"]),  # CRLF
         (b"a\r\nb", ["a", "b"]),  # CRLF, last line without one
-        (b"a\rb\rc\r", ["a\rb\rc"]),  # old Mac CR line ends do not split: one line, its last CR removed
+        (b"a\rb\rc\r", ["a", "b", "c"]),  # CR-only line ends (classic Mac OS) are line ends
+        (b"a\rb\r\rc", ["a", "b", "", "c"]),  # also without one at the end, and around a blank line
+        (b"a\rb\nc\n", ["a\rb", "c"]),  # a CR inside a line of an LF file does not split it
+        (b"a\r", ["a"]),  # one line, CR-ended
         (b"a\r\r\n", ["a\r"]),  # only one CR is removed
         (b"a\n\r\n\n", ["a", "", ""]),  # blank lines, CRLF or LF, stay lines
         (b"", []),
         (b"\n", [""]),
         ("a\u0085b\x0bc\x0cd\x1ce\n".encode(), ["a\u0085b\x0bc\x0cd\x1ce"]),  # what str.splitlines() splits on
     ],
-    ids=["crlf", "crlf_no_eol", "cr_only", "two_cr", "blank_lines", "empty_file", "one_blank", "other_separators"],
+    ids=["crlf", "crlf_no_eol", "cr_only", "cr_only_no_eol", "cr_in_lf_file", "one_cr_line", "two_cr", "blank_lines"]
+    + ["empty_file", "one_blank", "other_separators"],
 )
 def test_line_ends(tmp_path: Path, data: bytes, lines: list[str]) -> None:
     assert read(tmp_path, data) == lines

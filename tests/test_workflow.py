@@ -181,6 +181,19 @@ def test_nested_config_override_errors(tmp_path, override, message):
     assert out.stderr.strip().splitlines()[-1].startswith(f"config error: {message}"), out.stderr
 
 
+def test_plain_yaml_switches_and_numbers(tmp_path):
+    """YAML 1.1 reads `bf16: on` as True and `lr: 2e-3` as a string: the workflow reads them as the schema means
+    them, in the config file, in a model's training section and in nested --config values."""
+    text = (TINY / "config.yaml").read_text().replace("  lr: 0.002\n", "  lr: 2e-3\n  bf16: on\n")
+    text = text.replace("    size: tiny\n  rnn:", "    size: tiny\n    training: {bf16: off, lr: 1e-3}\n  rnn:")
+    assert "bf16: on" in text and "training: {bf16: off" in text
+    (tmp_path / "config.yaml").write_text(text)
+    overrides = ["decoding={max_len_a: 2e0}", "models={rnn: {arch: rnn, size: tiny, training: {bf16: on, lr: 5e-4}}}"]
+    out = snakemake("-n", "--config", *overrides, workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("rule train_model:") == 5 * 2
+
+
 @needs_mirror
 def test_missing_mirror_file_is_one_clear_line(tmp_path):
     config = yaml.safe_load((TINY / "config.yaml").read_text())

@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 from nmt.atomic import atomic_text, atomic_texts
 from nmt.config import CleanConfig
 from nmt.data.filters import PAIR_FILTERS, SENTENCE_FILTERS, Normalizer, PairFilter, SentenceFilter
-from nmt.data.rawtext import check_encoding, guess_encoding, open_text, zip_aligned
+from nmt.data.rawtext import check_encoding, file_name, guess_encoding, open_text, zip_aligned
 from nmt.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ def clean_corpus(
     corpus_filter = CorpusFilter(held_out, config.dedup)
     lines_in = kept = 0
     with atomic_texts(src_out, trg_out) as (src_f, trg_f):
-        chunks = _filter_chunks(src_in, trg_in, config, src_lang, trg_lang, threads, invalid)
+        chunks = _filter_chunks(src_in, trg_in, config, src_lang, trg_lang, threads, invalid, sources)
         for reasons, src_lines, trg_lines in chunks:
             for reason, src, trg in zip(reasons, src_lines, trg_lines, strict=True):
                 lines_in += 1
@@ -101,12 +101,14 @@ def clean_corpus(
                 trg_f.write(trg + "\n")
                 kept += 1
         if lines_in == 0:
-            raise DataError(f"{src_in}: corpus is empty")
+            raise DataError(f"{file_name(src_in, sources[0])}: corpus is empty")
         for path, source, count in zip((src_in, trg_in), sources, invalid, strict=True):
             check_encoding(path, source, count, lines_in, config.max_invalid_utf8)
         if kept == 0:
             counts = ", ".join(f"{k}={v}" for k, v in dropped.items() if v)
-            raise DataError(f"{src_in}: all {lines_in} lines were dropped by the filters ({counts})")
+            raise DataError(
+                f"{file_name(src_in, sources[0])}: all {lines_in} lines were dropped by the filters ({counts})"
+            )
     if config.shuffle:
         _shuffle_pairs(Path(src_out), Path(trg_out), config.seed)
     result = {"src": str(src_in), "trg": str(trg_in), "lines_in": lines_in, "kept": kept, "dropped": dropped}
@@ -123,12 +125,13 @@ def _filter_chunks(
     trg_lang: str,
     threads: int,
     invalid: list[int],
+    sources: tuple[str, str],
 ) -> Iterator[tuple[list[str | None], list[str], list[str]]]:
     """Yield (drop reasons, normalized sources, normalized targets) per chunk of pairs, in corpus order.
 
-    ``invalid`` counts the lines of each side that are not valid UTF-8.
+    ``invalid`` counts the lines of each side that are not valid UTF-8; errors name the user's ``sources``.
     """
-    chunks = _chunked(_count_invalid(zip_aligned(src_in, trg_in), invalid), CHUNK_PAIRS)
+    chunks = _chunked(_count_invalid(zip_aligned(src_in, trg_in, sources), invalid), CHUNK_PAIRS)
     if threads <= 1:
         pair_filter = PairFilter(config, src_lang, trg_lang)
         with threadpool_limits(limits=1):  # language identification's small products run faster on one BLAS thread
@@ -332,17 +335,19 @@ def clean_monolingual(
     :raises DataError: if the inputs are empty, more than ``config.max_invalid_utf8`` of a file's lines
         are not UTF-8, or every sentence is dropped
     """
+    sources = sources or [str(p) for p in inputs]
     held_out = _eval_digests(exclude, (lang, lang), config)
     dropped = dict.fromkeys(MONO_FILTERS, 0)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     # The sentences that pass go to a temp file, so that memory holds only the sampled positions.
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=Path(output).parent) as passed_f:
         lines_in, passed = _filter_monolingual(inputs, sources, passed_f, lang, held_out, config, dropped)
+        names = ", ".join(file_name(path, source) for path, source in zip(inputs, sources, strict=True))
         if lines_in == 0:
-            raise DataError(f"{inputs[0]}: corpus is empty")
+            raise DataError(f"{names}: corpus is empty")
         if passed == 0:
             counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
-            raise DataError(f"{inputs[0]}: all {lines_in} lines were dropped by the filters ({counts})")
+            raise DataError(f"{names}: all {lines_in} lines were dropped by the filters ({counts})")
         chosen = _reservoir_positions(passed, max_sentences, seed)
         dropped["max_sentences"] = passed - len(chosen)
         passed_f.seek(0)
@@ -358,7 +363,7 @@ def clean_monolingual(
 
 def _filter_monolingual(
     inputs: list[str | Path],
-    sources: list[str] | None,
+    sources: list[str],
     out: IO[str],
     lang: str,
     held_out: set[bytes],
@@ -369,9 +374,9 @@ def _filter_monolingual(
     ``dropped``; return the lines read and the sentences passed."""
     sentence_filter, corpus_filter = SentenceFilter(config, lang), CorpusFilter(held_out, config.dedup)
     lines_in = passed = 0
-    for path, source in zip(inputs, sources or map(str, inputs), strict=True):
+    for path, source in zip(inputs, sources, strict=True):
         file_lines = file_invalid = 0
-        for raw in open_text(path):
+        for raw in open_text(path, source):
             file_lines += 1
             file_invalid += raw is None
             reason, line = sentence_filter(raw)
@@ -432,6 +437,7 @@ def prepare_eval_set(
     ref_out: str | Path,
     src_lang: str,
     punctuation: bool = True,
+    sources: tuple[str, str] | None = None,
 ) -> int:
     """Write a dev/test set: the source normalized like training data, the reference verbatim.
 
@@ -444,19 +450,22 @@ def prepare_eval_set(
     :param ref_out: reference, written atomically
     :param src_lang: source language code
     :param punctuation: whether to apply Moses punctuation normalization to the source
+    :param sources: the user's source and reference files as configured (URLs or paths), named in messages
     :return: the number of lines
     :raises DataError: on different line counts, invalid UTF-8 or an empty set
     """
     src_norm = Normalizer(src_lang, punctuation)
+    sources = sources or (str(src_in), str(ref_in))
     count = 0
     with atomic_texts(src_out, ref_out) as (src_f, ref_f):
-        for count, (src, ref) in enumerate(zip_aligned(src_in, ref_in), start=1):
-            for path, line in ((src_in, src), (ref_in, ref)):
+        for count, (src, ref) in enumerate(zip_aligned(src_in, ref_in, sources), start=1):
+            for path, source, line in ((src_in, sources[0], src), (ref_in, sources[1], ref)):
                 if line is None:
-                    raise DataError(f"{path}: line {count} is not valid UTF-8{guess_encoding(path)}")
+                    name = file_name(path, source)
+                    raise DataError(f"{name}: line {count} is not valid UTF-8{guess_encoding(path)}")
             src_f.write(src_norm(src) + "\n")
             ref_f.write(ref + "\n")
         if count == 0:
-            raise DataError(f"{src_in}: corpus is empty")
+            raise DataError(f"{file_name(src_in, sources[0])}: corpus is empty")
     log.info("%s: prepared %d lines", src_in, count)
     return count

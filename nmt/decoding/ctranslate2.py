@@ -1,5 +1,6 @@
 """CTranslate2, the inference engine that OpenNMT-py and fairseq users deploy with: the export of a trained
-Transformer model directory (``python -m nmt export MODEL_DIR OUT``), and greedy search and sampling run in it.
+Transformer model directory (``python -m nmt export MODEL_DIR OUT``), and greedy search and sampling run in it,
+on such an export or on a model directory.
 
 Export.
 
@@ -15,10 +16,11 @@ i.e. at most one token fewer without it; :func:`max_decoding_length` gives CTran
 ``max_decoding_length`` (which counts tokens without EOS) for the same limit.
 
 Search. Back-translation decodes millions of monolingual sentences with greedy search or sampling, and
-CTranslate2 runs that search in C++. :func:`load_translator` exports a Transformer model directory
-(:func:`export_model`) to a temporary directory and loads it; :func:`ct2_search` is a
+CTranslate2 runs that search in C++. :func:`load_ctranslate2` loads an export as it is, or exports a Transformer
+model directory (:func:`export_model`) to a temporary directory and loads that; :func:`ct2_search` is a
 :data:`nmt.decoding.translation.Search`, so the lines go through the same encoding, length cuts, sorting and
-batching as with torch, and only the search differs.
+batching as with torch, and only the search differs. An export keeps our model spec (``spec.json``) beside
+CTranslate2's files, so that its inputs are cut to the model's ``max_positions`` as with torch.
 
 Output limits: CTranslate2 takes one ``max_decoding_length`` per batch, ours is per sentence
 (``a * S + b``). The batch gets the largest, and each output is cut to its own limit. Greedy search
@@ -31,9 +33,11 @@ Tokens: as in :mod:`nmt.decoding.search`, PAD and BOS are suppressed, UNK too wh
 (``disable_unk``), and EOS cannot come first (``min_decoding_length`` 1; CTranslate2's lengths leave EOS out).
 """
 
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +49,7 @@ from nmt.atomic import atomic_path
 from nmt.config import DecodeConfig
 from nmt.data.subword import load_subword
 from nmt.errors import ConfigError, DataError
-from nmt.model_dir import META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
+from nmt.model_dir import EXPORT_FILE, META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
 from nmt.models.transformer import sinusoid_table
 from nmt.vocab import BOS, EOS, PAD, UNK
 
@@ -53,6 +57,8 @@ FORMATS = ("ctranslate2",)
 # ctranslate2's weight types (its --quantization choices).
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
 LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which nmt.models.transformer uses
+# Our model spec (architecture config and vocabulary sizes: model.pt's "spec") in an export.
+SPEC_FILE = "spec.json"
 
 
 def max_decoding_length(n_src_tokens: int, max_len_a: float, max_len_b: int) -> int:
@@ -111,6 +117,7 @@ def export_model(
     with atomic_path(out_dir) as tmp:  # a folder that replaces an existing out_dir
         tmp.mkdir()
         ct2_spec.save(str(tmp))
+        (tmp / SPEC_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
         for name in (SRC_SPM, TRG_SPM, META_FILE):  # so that the export is usable on its own
             if (model_dir / name).is_file():
                 shutil.copyfile(model_dir / name, tmp / name)
@@ -178,17 +185,62 @@ def _set_ffn(ffn, weights: dict[str, np.ndarray], prefix: str) -> None:
     _set_linear(ffn.linear_1, weights, f"{prefix}.ff.3")
 
 
-def load_translator(model_dir: str | Path, device: torch.device, threads: int):
-    """A ``ctranslate2.Translator`` of ``model_dir``, exported to a temporary directory (float32 weights).
+@dataclass
+class CTranslate2Model:
+    """A CTranslate2 translator where translation takes a model: ``spec`` (our model spec, or ``{"config": {}}``
+    for an export made without one) gives its position limit, and it is never in training mode."""
+
+    translator: Any
+    spec: dict[str, Any]
+    training: bool = False
+
+    def train(self, mode: bool = True) -> "CTranslate2Model":
+        return self
+
+    def eval(self) -> "CTranslate2Model":
+        return self
+
+
+def load_ctranslate2(
+    model_dir: str | Path, device: torch.device, threads: int
+) -> tuple[CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
+    """The CTranslate2 model and the subword models of an export (``nmt export``), loaded as they are, or of a
+    model directory, exported to a temporary directory at every start (float32 weights).
 
     :raises nmt.errors.ConfigError: when ctranslate2 is not installed or the model is not a Transformer
+    :raises nmt.errors.DataError: naming the file, when a subword model is missing, corrupt or of another model
     """
+    model_dir = Path(model_dir)
+    if (model_dir / EXPORT_FILE).is_file():
+        return _load_export(model_dir, device, threads)
     with tempfile.TemporaryDirectory(prefix="nmt-ct2-") as tmp:
-        out = export_model(model_dir, Path(tmp) / "model")
-        import ctranslate2  # export_model checked that it is installed
-
         # The translator reads the files now; the directory may go afterwards.
-        return ctranslate2.Translator(str(out), device=device.type, intra_threads=threads)
+        return _load_export(export_model(model_dir, Path(tmp) / "model"), device, threads)
+
+
+def _load_export(
+    export_dir: Path, device: torch.device, threads: int
+) -> tuple[CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
+    try:
+        import ctranslate2
+    except ImportError:
+        raise ConfigError(
+            "runtime ctranslate2 needs the ctranslate2 package: pip install 'ctranslate2==4.8.5'"
+        ) from None
+    spec_path = export_dir / SPEC_FILE
+    spec = json.loads(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else {"config": {}}
+    src_sp, trg_sp = load_subword(export_dir / SRC_SPM), load_subword(export_dir / TRG_SPM)
+    for name, sp, key in ((SRC_SPM, src_sp, "src_vocab"), (TRG_SPM, trg_sp, "trg_vocab")):
+        if key in spec and sp.get_piece_size() != spec[key]:
+            raise DataError(
+                f"{export_dir / name}: {sp.get_piece_size()} pieces, but the model in {export_dir} has "
+                f"{spec[key]}: the subword model belongs to another model"
+            )
+    try:
+        translator = ctranslate2.Translator(str(export_dir), device=device.type, intra_threads=threads)
+    except (RuntimeError, ValueError) as e:
+        raise DataError(f"{export_dir}: not a CTranslate2 model ({' '.join(str(e).split())})") from None
+    return CTranslate2Model(translator, spec), src_sp, trg_sp
 
 
 def ct2_search(

@@ -12,7 +12,7 @@ import torch
 from nmt.atomic import atomic_text
 from nmt.config import DecodeConfig
 from nmt.data.batches import pad
-from nmt.decoding.ctranslate2 import ct2_search, load_translator
+from nmt.decoding.ctranslate2 import CTranslate2Model, ct2_search, load_ctranslate2
 from nmt.decoding.ensemble import load_ensemble
 from nmt.decoding.search import beam_search, beam_search_nbest, greedy_search, sample_search
 from nmt.device import autocast, get_device
@@ -287,22 +287,24 @@ def translate_stream(
         yield from hyps
 
 
-def runtime_search(
-    model_dirs: list[str | Path],
-    src_sp: spm.SentencePieceProcessor,
-    trg_sp: spm.SentencePieceProcessor,
-    config: DecodeConfig,
-    device: torch.device,
-) -> Search | None:
-    """The search of ``config.runtime``: None for torch (``config.method``'s), CTranslate2's for ``ctranslate2``.
+def load_decoding(
+    model_dirs: list[str | Path], config: DecodeConfig, device: torch.device, bf16: str = "auto"
+) -> tuple[DecodingModel | CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor, Search | None]:
+    """The model of ``config.runtime`` with its subword models, and its search (None: ``config.method``'s in torch).
 
-    :raises ConfigError: for ctranslate2 with an ensemble (or, from the export, another architecture)
+    torch loads model directories (several as an ensemble, :func:`nmt.decoding.ensemble.load_ensemble`);
+    ctranslate2 loads one CTranslate2 export, or one model directory exported at start-up
+    (:func:`nmt.decoding.ctranslate2.load_ctranslate2`), and searches with :func:`nmt.decoding.ctranslate2.ct2_search`.
+
+    :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
     """
     if config.runtime == "torch":
-        return None
+        return *load_ensemble(model_dirs, device, bf16), None
     if len(model_dirs) > 1:
         raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
-    return ct2_search(load_translator(model_dirs[0], device, torch.get_num_threads()), src_sp, trg_sp, config)
+    config.check("decoding")  # refuses beam search before the model loads
+    model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], device, torch.get_num_threads())
+    return model, src_sp, trg_sp, ct2_search(model.translator, src_sp, trg_sp, config)
 
 
 def check_source(path: str | Path) -> Path:
@@ -332,8 +334,7 @@ def translate_file(
     src_path = check_source(src_path)
     dev = get_device(device)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
-    model, src_sp, trg_sp = load_ensemble(model_dirs, dev)
-    search = runtime_search(model_dirs, src_sp, trg_sp, config, dev)
+    model, src_sp, trg_sp, search = load_decoding(model_dirs, config, dev)
     log.info(
         "translating %s with %s (%s, %d model%s)",
         src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",

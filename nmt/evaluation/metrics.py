@@ -1,6 +1,7 @@
 """Corpus-level BLEU, chrF and TER with sacrebleu, each with its signature."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,8 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from nmt.atomic import read_lines, write_text
 from nmt.errors import ConfigError, DataError
 
+# An ISO 639 code as sacreBLEU's test sets write them (every one of them is two or three lowercase letters).
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
 # name -> factory(trg_lang); BLEU picks its tokenizer from the target language (e.g. zh, ja).
 METRICS = {
     "bleu": lambda trg_lang: BLEU(trg_lang=trg_lang),
@@ -47,7 +50,13 @@ def score_metric(name: str, hyps: list[str], refs: list[str], trg_lang: str = ""
 
 def get_metric(name: str, trg_lang: str = ""):
     """The sacrebleu metric ``name`` for ``trg_lang``; a tokenizer whose extra dependencies are missing
-    (BLEU for ja and ko) is a :class:`ConfigError`."""
+    (BLEU for ja and ko) is a :class:`ConfigError`, and so is a ``trg_lang`` that is no language code: sacreBLEU
+    would score it silently with its default tokenizer (13a), not with the language's."""
+    if trg_lang and not LANGUAGE_CODE.fullmatch(trg_lang):
+        raise ConfigError(
+            f"target language {trg_lang!r} is not a language code such as 'de', 'zh' or 'ja' (ISO 639), which "
+            "picks the BLEU tokenizer"
+        )
     try:
         return METRICS[name](trg_lang)
     except RuntimeError as e:  # sacrebleu's message is several lines; the first one says what is missing

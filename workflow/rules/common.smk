@@ -12,15 +12,17 @@ from snakemake.utils import update_config, validate
 from nmt.atomic import remove_stale_temp_files
 from nmt.data.download import MIRROR_ENV
 from nmt.errors import ConfigError
-from nmt.experiment import Run, load_experiment, read_overrides, reject_training_seeds
+from nmt.experiment import Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
 
 
 def check_config(config, schema_path):
-    """Raise ConfigError naming the first bad key before validate() fills in defaults; --config values read as YAML."""
+    """Raise ConfigError naming the first bad key before validate() fills in defaults; --config values read as
+    YAML, then YAML 1.1's misreadings (bf16: on as True, 1e-3 as a string) read as the schema means them."""
     with open(schema_path) as f:
         schema = yaml.safe_load(f)
     for key, value in workflow.config_settings.config.items():
         update_config(config, {key: read_overrides(value, schema["properties"].get(key, {}), key)})
+    config.update(read_yaml_habits(config, schema))
     error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is not None:
         raise ConfigError(f"key '{'.'.join(map(str, error.absolute_path)) or '(top level)'}': {error.message}")
@@ -41,10 +43,11 @@ if config["mirror"]:
 
 
 # Built from the config, so a path of an undefined language, stage, variant, seed or run has no rule
-# (models, pairs and corpora are checked by the get_* helpers, with a message naming the defined ones).
+# (models, pairs and corpora are checked by the get_* helpers, with a message naming the defined ones: so the
+# sides of a pair take any language code, and a pair the config lacks, such as en-fr, gets that message).
 wildcard_constraints:
-    src="|".join(EXPERIMENT.langs),
-    trg="|".join(EXPERIMENT.langs),
+    src="[a-z][a-z][a-z]?",
+    trg="[a-z][a-z][a-z]?",
     lang="|".join(EXPERIMENT.langs),
     corpus="[A-Za-z0-9][A-Za-z0-9_.-]*",
     model="[A-Za-z0-9_]+",
@@ -112,6 +115,16 @@ def get_corpus_sources(wildcards):
 def get_archive(wildcards):
     """The archive (zip, tar, TSV, OPUS zip) a corpus side is extracted from; none for per-language files."""
     return ["results/data/archive/{corpus}"] if get_corpus(wildcards).archived else []
+
+
+def get_download(side):
+    """Input function of the downloaded file of a corpus's ``side`` ("src", "trg") for a pair of the config."""
+
+    def inputs(wildcards):
+        get_pair(wildcards)
+        return f"results/data/download/{wildcards.corpus}.{getattr(wildcards, side)}"
+
+    return inputs
 
 
 def get_eval_files(wildcards):

@@ -97,13 +97,14 @@ rule render_cleaning_report:
 # Prepare a dev or test set: normalize the source like the training data, keep the reference verbatim.
 rule prepare_eval_set:
     input:
-        src="results/data/download/{corpus}.{src}",
-        ref="results/data/download/{corpus}.{trg}",
+        src=get_download("src"),
+        ref=get_download("trg"),
     output:
         src="results/{src}-{trg}/data/eval/{corpus}.{src}",
         ref="results/{src}-{trg}/data/eval/{corpus}.{trg}",
     params:
         punctuation=EXPERIMENT.cleaning.normalize_punctuation,
+        sources=get_corpus_sources,
     log:
         "results/logs/prepare_eval_set/{src}-{trg}.{corpus}.log",
     resources:

@@ -11,4 +11,5 @@ with entry_point(snakemake.log[0]):
         snakemake.output.ref,
         src_lang=snakemake.wildcards.src,
         punctuation=snakemake.params.punctuation,
+        sources=snakemake.params.sources,
     )
