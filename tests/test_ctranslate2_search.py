@@ -7,7 +7,7 @@ from conftest import make_toy_corpus, tiny_model
 from nmt.config import DecodeConfig
 from nmt.data.batches import pad
 from nmt.data.subword import load_subword
-from nmt.decoding.ctranslate2 import ct2_search, load_translator
+from nmt.decoding.ctranslate2 import ct2_search, load_ctranslate2
 from nmt.decoding.search import greedy_search
 from nmt.decoding.translation import translate_file
 from nmt.errors import ConfigError
@@ -108,7 +108,8 @@ def test_no_empty_output_and_never_pad_or_bos(toy_spm, tmp_path, method):
     write_model(tmp_path, {"spec": model.spec, "model": model.state_dict()}, toy_spm["en"], toy_spm["en"])
     lines, _ = make_toy_corpus(6, seed=15)
     src = pad([ids + [EOS] for ids in sp.encode(lines)])
-    search = ct2_search(load_translator(tmp_path, torch.device("cpu"), 1), sp, sp, DecodeConfig(method=method))
+    ct2_model, _, _ = load_ctranslate2(tmp_path, torch.device("cpu"), 1)
+    search = ct2_search(ct2_model.translator, sp, sp, DecodeConfig(method=method))
     hyps = search(src, 1.5, 10)
     if method == "greedy":
         assert hyps == greedy_search(model, src) == [[UNK]] * len(lines)
