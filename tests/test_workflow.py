@@ -45,7 +45,7 @@ RERUNS = {
         "train_model": 6, "translate_test": 9, **SCORING, "score_translations": 9, "plot_learning_curves": 6,
         "plot_comparison": 1,
     },
-    "decoding={beam_size: 3}": {"translate_test": 15, **SCORING, "score_translations": 15},
+    "decoding={beam_size: 4}": {"translate_test": 15, **SCORING, "score_translations": 15},
     # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
         "backtranslate_part": 3, "build_synthetic_corpus": 1, "render_synthetic_report": 1, "binarize_corpus": 1,
