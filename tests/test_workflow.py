@@ -45,7 +45,7 @@ RERUNS = {
         "train_model": 6, "translate_test": 9, **SCORING, "score_translations": 9, "plot_learning_curves": 6,
         "plot_comparison": 1,
     },
-    "decoding={beam_size: 3}": {"translate_test": 15, **SCORING, "score_translations": 15},
+    "decoding={beam_size: 4}": {"translate_test": 15, **SCORING, "score_translations": 15},
     # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
         "backtranslate_part": 3, "build_synthetic_corpus": 1, "render_synthetic_report": 1, "binarize_corpus": 1,
@@ -69,10 +69,11 @@ def check_reruns(workdir: Path) -> None:
     own = planned_jobs(workdir, "corpora={multi30k_train: {cleaning: {max_ratio: 8.5}}}")
     assert own["clean_corpus"] == 1 and own["render_cleaning_report"] == 1 and own["train_model"] == 10
     assert not own.keys() & {"download_corpus", "prepare_eval_set", "clean_monolingual"}
-    # A corpus weight: the trainings on the parallel data (and the reverse model's), not a data job.
+    # A corpus weight: the trainings on the parallel data (and the reverse model's, hence the variants' corpora
+    # and their binarized sets), but neither the cleaning nor the binarized parallel data.
     weight = planned_jobs(workdir, "corpora={multi30k_train: {weight: 2}}")
-    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 10
-    assert not weight.keys() & {"download_corpus", "clean_corpus", "binarize_corpus", "binarize_reverse_corpus"}
+    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 10 and weight["binarize_corpus"] == 2
+    assert not weight.keys() & {"download_corpus", "clean_corpus", "train_subword", "binarize_reverse_corpus"}
     # The job's threads are not a setting of the experiment: fewer cores rerun nothing.
     assert planned_jobs(workdir, "--cores", "1") == Counter()
 
@@ -387,7 +388,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
 def report_items(html: str) -> dict[str, dict]:
     """The items of Snakemake's HTML report by path (``results/...``): name, labels, caption, mime type, and
     ``data_uri``, the file itself (embedded)."""
-    start = html.index("var results = ") + len("var results = ")
+    start = html.index("var results = ", html.index('<script id="results">')) + len("var results = ")
     items, _ = json.JSONDecoder().raw_decode(html, start)
     return items
 
