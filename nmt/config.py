@@ -202,7 +202,8 @@ class TrainConfig:
       validation whose dev perplexity is no better than the best so far; training stops once the rate
       falls below ``min_lr``, Gehring et al. 2017).
     - ``average_last``: keep the weights of the last N checkpoints (every ``checkpoint_every``
-      updates, and the final state) and make their average the trained model.
+      updates, and the final state) and make their average the trained model, unless the best
+      checkpoint scores better on dev by ``valid_metric``.
     """
 
     seed: int = 1
