@@ -260,7 +260,8 @@ class TrainConfig:
       validation whose dev perplexity is no better than the best so far; training stops once the rate
       falls below ``min_lr``, Gehring et al. 2017).
     - ``average_last``: keep the weights of the last N checkpoints (every ``checkpoint_every``
-      updates, and the final state) and make their average the trained model.
+      updates, and the final state) and make their average the trained model, unless the best
+      checkpoint scores better on dev by ``valid_metric``.
     - ``corpus_weights``: one weight per corpus of the binarized training set (per pair of text files it was
       binarized from, in order): how often its pairs are drawn per epoch (:func:`nmt.data.batches.weighted_epoch`);
       None draws every pair once. The workflow sets it from the corpora's ``weight``.

@@ -361,7 +361,7 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     if trainer.curves:
         trainer.curves.add_valid(state.history[-1])
     metric, best = scores[config.valid_metric], progress["best"]
-    if best is None or (metric > best if config.valid_metric == "bleu" else metric < best):
+    if best is None or is_better(config.valid_metric, metric, best):
         progress["best"], progress["bad_evals"] = metric, 0
         if trainer.world.is_main:
             save_checkpoint(trainer.ckpt_dir / "best.pt", state.weights())
@@ -379,6 +379,11 @@ def score_dev(trainer: Trainer, model: Seq2Seq) -> dict[str, Any]:
     process's share of a training batch (:func:`nmt.training.validation.dev_batch_tokens`)."""
     config = trainer.config
     return validate(model, trainer.dev, config, trainer.device, dev_batch_tokens(config, trainer.world.size))
+
+
+def is_better(valid_metric: str, score: float, than: float) -> bool:
+    """Whether a dev ``score`` of ``valid_metric`` beats ``than``: a lower loss, a higher BLEU."""
+    return score < than if valid_metric == "loss" else score > than
 
 
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
@@ -455,18 +460,34 @@ def _finish(
     trg_spm: str | Path,
     averaged: dict | None,
 ) -> dict[str, Any]:
-    """Write the model (the average of the last checkpoints, else the best), the subword models and the
-    summary into ``model_dir``."""
+    """Write the model, the subword models and the summary into ``model_dir``.
+
+    The model is the average of the last checkpoints (``averaged``) unless the best checkpoint scores better
+    on dev by ``valid_metric``; then, or without an average, the best checkpoint. ``summary["model"]`` and
+    the log say which.
+    """
     config, model, progress, history = trainer.config, state.model, state.progress, state.history
     best = trainer.ckpt_dir / "best.pt"
     if not best.exists():
         raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
-    write_model(model_dir, averaged["checkpoint"] if averaged else load_checkpoint(best), src_spm, trg_spm)
     best_entry = (
         max(history, key=lambda h: h["bleu"])
         if config.valid_metric == "bleu"
         else min(history, key=lambda h: h["loss"])
     )
+    metric = config.valid_metric
+    use_average = averaged is not None and not is_better(metric, progress["best"], averaged["valid"][metric])
+    chosen = "best checkpoint"
+    if averaged:
+        average = f"average of the last {len(averaged['steps'])} checkpoints"
+        chosen = average if use_average else f"best checkpoint, better on dev than the {average}"
+        if use_average:
+            log.info("model.pt: the %s (dev %s %.3f), at least as good as the best checkpoint (step %d, %.3f)",
+                     average, metric, averaged["valid"][metric], best_entry["step"], progress["best"])  # fmt: skip
+        else:
+            log.info("model.pt: the best checkpoint (step %d, dev %s %.3f), better than the %s (%.3f)",
+                     best_entry["step"], metric, progress["best"], average, averaged["valid"][metric])  # fmt: skip
+    write_model(model_dir, averaged["checkpoint"] if use_average else load_checkpoint(best), src_spm, trg_spm)
     summary = {
         "arch": model.spec["arch"],
         "parameters": model.n_parameters(),
@@ -481,7 +502,7 @@ def _finish(
         "threads": torch.get_num_threads(),
         "best_step": best_entry["step"],
         "valid": best_entry,
-        "model": f"average of the last {len(averaged['steps'])} checkpoints" if averaged else "best checkpoint",
+        "model": chosen,
         "config": model.spec["config"],
     }
     if averaged:
