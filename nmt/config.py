@@ -233,6 +233,8 @@ class TrainConfig:
       falls below ``min_lr``, Gehring et al. 2017).
     - ``average_last``: keep the weights of the last N checkpoints (every ``checkpoint_every``
       updates, and the final state) and make their average the trained model.
+    - ``valid_metric``: the dev score that picks the best checkpoint and drives early stopping: ``bleu`` or
+      ``chrf`` (higher is better; both scored as the test sets are) or ``loss`` (lower is better).
     """
 
     seed: int = 1
@@ -256,7 +258,7 @@ class TrainConfig:
     clip_norm: float = 1.0
     log_every: int = 100
     valid_every: int = 500
-    valid_metric: Literal["bleu", "loss"] = "bleu"
+    valid_metric: Literal["bleu", "chrf", "loss"] = "bleu"
     valid_beam_size: int = 1
     trg_lang: str = ""
     patience: int = 10

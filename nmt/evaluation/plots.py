@@ -30,7 +30,8 @@ def read_log(path: str | Path, columns: list[str]) -> pd.DataFrame:
 
 
 def plot_learning_curves(model_dir: str | Path, title: str, png_path: str | Path) -> None:
-    """One figure of three panels: training loss, validation loss and validation BLEU against the update step.
+    """One figure of three panels: training loss, validation loss and validation BLEU (and chrF) against the update
+    step.
 
     :param model_dir: a model directory with ``train.tsv`` and ``valid.tsv`` (see :func:`nmt.training.loop.train`)
     """
@@ -48,6 +49,12 @@ def plot_learning_curves(model_dir: str | Path, title: str, png_path: str | Path
         ax.set_xlabel("update step")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
+    if "chrf" in valid.columns and valid["chrf"].notna().any():  # the valid.tsv of a run before chrF has none
+        scores = panels[2]
+        scores.lines[0].set_label("BLEU")
+        scores.plot(valid["step"], valid["chrf"], marker="." if len(valid) < 30 else None, label="chrF")
+        scores.set_ylabel("validation BLEU, chrF")
+        scores.legend(fontsize="small")
     fig.suptitle(title)
     _save_png(fig, Path(png_path))
 

@@ -4,6 +4,7 @@ and their average, resume."""
 import contextlib
 import json
 import logging
+import math
 import random
 import signal
 import time
@@ -333,18 +334,31 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     state.history.append({"step": progress["step"], **scores, "seconds": round(progress["train_seconds"], 1)})
     if trainer.curves:
         trainer.curves.add_valid(state.history[-1])
-    metric, best = scores[config.valid_metric], progress["best"]
-    if best is None or (metric > best if config.valid_metric == "bleu" else metric < best):
-        progress["best"], progress["bad_evals"] = metric, 0
+    if is_better(config.valid_metric, scores[config.valid_metric], progress["best"]):
+        progress["best"], progress["bad_evals"] = scores[config.valid_metric], 0
         if trainer.world.is_main:
             save_checkpoint(trainer.ckpt_dir / "best.pt", state.weights())
     else:
         progress["bad_evals"] += 1
     log.info(
-        "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | best %s %.3f (%d without gain)",
-        progress["step"], scores["loss"], scores["ppl"], scores["bleu"], config.valid_metric, progress["best"],
-        progress["bad_evals"],
+        "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f | best %s %.3f (%d without gain)",
+        progress["step"], scores["loss"], scores["ppl"], scores["bleu"], scores["chrf"], config.valid_metric,
+        progress["best"], progress["bad_evals"],
     )  # fmt: skip
+
+
+def is_better(metric: str, value: float, best: float | None) -> bool:
+    """Whether a dev ``value`` of ``metric`` beats the ``best`` so far (None: nothing yet): a higher BLEU or chrF,
+    a lower loss."""
+    return best is None or (value < best if metric == "loss" else value > best)
+
+
+def best_validation(history: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    """The validation of ``history`` with the best ``metric``: the highest BLEU or chrF, or the lowest loss (the
+    first of equal ones, the one whose checkpoint was kept)."""
+    if metric == "loss":
+        return min(history, key=lambda h: h["loss"])
+    return max(history, key=lambda h: h.get(metric, -math.inf))  # a validation resumed from before chrF: none
 
 
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
@@ -376,8 +390,8 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     model.load_state_dict(weights)
     valid = validate(model, trainer.dev, config, trainer.device)
     log.info(
-        "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f (best checkpoint: %s %.3f)",
-        steps, valid["loss"], valid["ppl"], valid["bleu"], config.valid_metric, state.progress["best"],
+        "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f (best checkpoint: %s %.3f)",
+        steps, valid["loss"], valid["ppl"], valid["bleu"], valid["chrf"], config.valid_metric, state.progress["best"],
     )  # fmt: skip
     return {"steps": steps, "checkpoint": {"spec": model.spec, "model": weights}, "valid": valid}
 
@@ -428,11 +442,7 @@ def _finish(
     if not best.exists():
         raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
     write_model(model_dir, averaged["checkpoint"] if averaged else load_checkpoint(best), src_spm, trg_spm)
-    best_entry = (
-        max(history, key=lambda h: h["bleu"])
-        if config.valid_metric == "bleu"
-        else min(history, key=lambda h: h["loss"])
-    )
+    best_entry = best_validation(history, config.valid_metric)
     summary = {
         "arch": model.spec["arch"],
         "parameters": model.n_parameters(),
