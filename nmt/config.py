@@ -262,6 +262,8 @@ class TrainConfig:
     - ``average_last``: keep the weights of the last N checkpoints (every ``checkpoint_every``
       updates, and the final state) and make their average the trained model, unless the best
       checkpoint scores better on dev by ``valid_metric``.
+    - ``valid_metric``: the dev score that picks the best checkpoint and drives early stopping: ``bleu`` or
+      ``chrf`` (higher is better; both scored as the test sets are) or ``loss`` (lower is better).
     - ``corpus_weights``: one weight per corpus of the binarized training set (per pair of text files it was
       binarized from, in order): how often its pairs are drawn per epoch (:func:`nmt.data.batches.weighted_epoch`);
       None draws every pair once. The workflow sets it from the corpora's ``weight``.
@@ -288,7 +290,7 @@ class TrainConfig:
     clip_norm: float = 1.0
     log_every: int = 100
     valid_every: int = 500
-    valid_metric: Literal["bleu", "loss"] = "bleu"
+    valid_metric: Literal["bleu", "chrf", "loss"] = "bleu"
     valid_beam_size: int = 1
     trg_lang: str = ""
     patience: int = 10

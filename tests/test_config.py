@@ -31,7 +31,7 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (TrainConfig, {"lr": "fast"}, "train.lr: expected float, got 'fast'"),
         (TrainConfig, {"lr": -1}, "train.lr: must be > 0"),
         (TrainConfig, {"max_steps": True}, "train.max_steps: expected int"),
-        (TrainConfig, {"valid_metric": "ter"}, "train.valid_metric: 'ter' is not one of 'bleu', 'loss'"),
+        (TrainConfig, {"valid_metric": "ter"}, "train.valid_metric: 'ter' is not one of 'bleu', 'chrf', 'loss'"),
         (TrainConfig, {"valid_beam_size": 0}, "train.valid_beam_size: must be > 0"),
         (TrainConfig, {"trg_lang": "German"}, "train.trg_lang: 'German' is not a language code"),
         (SubwordConfig, {"model_type": "wordpiece"}, "train.model_type: 'wordpiece' is not one of"),

@@ -24,7 +24,7 @@ from nmt.device import get_device
 from nmt.errors import ConfigError, DataError
 from nmt.evaluation.metrics import score_corpus
 from nmt.model_dir import load_model
-from nmt.training.loop import train
+from nmt.training.loop import best_validation, is_better, train
 from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step, spent
 
 
@@ -78,6 +78,40 @@ def test_dev_bleu_is_scored_like_the_test_set(toy_corpus, toy_spm, tmp_path, cap
     test_scoring = score_corpus(hyps, ref, "zh")["bleu"]
     assert round(summary["valid"]["bleu"], 2) == test_scoring["score"]
     assert signature.startswith(test_scoring["signature"])
+
+
+def test_model_selection_direction_per_metric():
+    """BLEU and chrF are better higher, the loss lower; the first of equal scores is the one kept."""
+    history = [
+        {"step": 30, "loss": 2.0, "bleu": 10.0, "chrf": 50.0},
+        {"step": 60, "loss": 1.5, "bleu": 12.0, "chrf": 40.0},
+        {"step": 90, "loss": 1.5, "bleu": 12.0, "chrf": 50.0},
+    ]
+    assert [best_validation(history, m)["step"] for m in ("bleu", "chrf", "loss")] == [60, 30, 60]
+    assert is_better("chrf", 41.0, 40.0) and not is_better("chrf", 39.0, 40.0) and is_better("chrf", 1.0, None)
+    assert is_better("loss", 1.0, 2.0) and not is_better("loss", 3.0, 2.0)
+
+
+def test_dev_chrf_picks_the_model(toy_corpus, toy_spm, tmp_path):
+    """valid_metric chrf: the model is the checkpoint of the highest dev chrF in valid.tsv, and its dev chrF is what
+    scoring its translation of the dev set as a test set gives."""
+    summary = run_training(toy_corpus, toy_spm, tmp_path, max_steps=90, valid_every=30, valid_metric="chrf")
+    header, *rows = [line.split("\t") for line in (tmp_path / "valid.tsv").read_text().splitlines()]
+    assert header == ["step", "loss", "ppl", "bleu", "chrf", "seconds"] and len(rows) == 3
+    chrfs = [float(row[4]) for row in rows]
+    assert summary["best_step"] == int(rows[chrfs.index(max(chrfs))][0])
+    assert round(summary["valid"]["chrf"], 2) == max(chrfs)
+    signature = summary["valid"]["chrf_signature"]
+    assert signature.startswith("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no")
+    assert signature.endswith("|search:greedy")
+    best = load_checkpoint(tmp_path / "checkpoints/best.pt")["model"]
+    model = load_checkpoint(tmp_path / "model.pt")["model"]
+    assert all(torch.equal(model[name], best[name]) for name in model)
+    device = get_device("cpu")
+    model, src_sp, trg_sp = load_model(tmp_path, device)
+    src, ref = read_lines(toy_corpus["dev.en"]), read_lines(toy_corpus["dev.de"])
+    hyps = translate_lines(model, src_sp, trg_sp, src, DecodeConfig(method="greedy"), device)
+    assert round(summary["valid"]["chrf"], 2) == score_corpus(hyps, ref)["chrf"]["score"]
 
 
 def test_checkpoints_load_weights_only(trained_model):
@@ -146,12 +180,12 @@ def test_model_is_the_average_of_the_last_checkpoints(toy_corpus, toy_spm, tmp_p
     assert saved == summary and summary["model"] == "average of the last 3 checkpoints"
     assert summary["averaged"]["bleu"] >= summary["valid"]["bleu"]
     assert summary["averaged"]["steps"] == [50, 55, 60] and summary["valid"]["step"] in (30, 60)
-    assert {"loss", "ppl", "bleu"} <= set(summary["averaged"]) and summary["averaged"]["loss"] > 0
+    assert {"loss", "ppl", "bleu", "chrf"} <= set(summary["averaged"]) and summary["averaged"]["loss"] > 0
     messages = [r.getMessage() for r in caplog.records]
     assert [m for m in messages if m.startswith(("averaged model of steps", "model.pt:"))] == [
         f"averaged model of steps [50, 55, 60]: loss {summary['averaged']['loss']:.3f} | ppl "
-        f"{summary['averaged']['ppl']:.2f} | bleu {summary['averaged']['bleu']:.2f} "
-        f"(best checkpoint: bleu {summary['valid']['bleu']:.3f})",
+        f"{summary['averaged']['ppl']:.2f} | bleu {summary['averaged']['bleu']:.2f} | chrf "
+        f"{summary['averaged']['chrf']:.2f} (best checkpoint: bleu {summary['valid']['bleu']:.3f})",
         f"model.pt: the average of the last 3 checkpoints (dev bleu {summary['averaged']['bleu']:.3f}), at least "
         f"as good as the best checkpoint (step {summary['best_step']}, {summary['valid']['bleu']:.3f})",
     ]

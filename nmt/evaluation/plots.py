@@ -81,6 +81,11 @@ def plot_learning_curves(
         ax.set_xlabel("update step")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
+    if "chrf" in valid.columns and valid["chrf"].notna().any():  # the valid.tsv of a run before chrF has none
+        bleu_ax.lines[0].set_label("BLEU")
+        _curve(bleu_ax, valid["step"], valid["chrf"], values=True, color="C3", label="chrF")
+        bleu_ax.set_ylabel("dev BLEU, chrF")
+        bleu_ax.legend(loc="lower right", fontsize="small")
     fig.suptitle(title)
     validations = f"{len(valid)} validation{'s' if len(valid) != 1 else ''}"
     fig.text(0.5, 0.005, f"{loss_note(label_smoothing)} {validations} ({_every(valid)}).", ha="center",

@@ -4,6 +4,7 @@ and their average, resume."""
 import contextlib
 import json
 import logging
+import math
 import random
 import signal
 import time
@@ -360,17 +361,16 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     state.history.append({"step": progress["step"], **scores, "seconds": round(progress["train_seconds"], 1)})
     if trainer.curves:
         trainer.curves.add_valid(state.history[-1])
-    metric, best = scores[config.valid_metric], progress["best"]
-    if best is None or is_better(config.valid_metric, metric, best):
-        progress["best"], progress["bad_evals"] = metric, 0
+    if is_better(config.valid_metric, scores[config.valid_metric], progress["best"]):
+        progress["best"], progress["bad_evals"] = scores[config.valid_metric], 0
         if trainer.world.is_main:
             save_checkpoint(trainer.ckpt_dir / "best.pt", state.weights())
     else:
         progress["bad_evals"] += 1
     log.info(
-        "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | best %s %.3f (%d without gain)",
-        progress["step"], scores["loss"], scores["ppl"], scores["bleu"], config.valid_metric, progress["best"],
-        progress["bad_evals"],
+        "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f | best %s %.3f (%d without gain)",
+        progress["step"], scores["loss"], scores["ppl"], scores["bleu"], scores["chrf"], config.valid_metric,
+        progress["best"], progress["bad_evals"],
     )  # fmt: skip
 
 
@@ -381,9 +381,18 @@ def score_dev(trainer: Trainer, model: Seq2Seq) -> dict[str, Any]:
     return validate(model, trainer.dev, config, trainer.device, dev_batch_tokens(config, trainer.world.size))
 
 
-def is_better(valid_metric: str, score: float, than: float) -> bool:
-    """Whether a dev ``score`` of ``valid_metric`` beats ``than``: a lower loss, a higher BLEU."""
-    return score < than if valid_metric == "loss" else score > than
+def is_better(metric: str, value: float, best: float | None) -> bool:
+    """Whether a dev ``value`` of ``metric`` beats the ``best`` so far (None: nothing yet): a higher BLEU or chrF,
+    a lower loss."""
+    return best is None or (value < best if metric == "loss" else value > best)
+
+
+def best_validation(history: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    """The validation of ``history`` with the best ``metric``: the highest BLEU or chrF, or the lowest loss (the
+    first of equal ones, the one whose checkpoint was kept)."""
+    if metric == "loss":
+        return min(history, key=lambda h: h["loss"])
+    return max(history, key=lambda h: h.get(metric, -math.inf))  # a validation resumed from before chrF: none
 
 
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
@@ -415,8 +424,8 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     model.load_state_dict(weights)
     valid = score_dev(trainer, model)
     log.info(
-        "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f (best checkpoint: %s %.3f)",
-        steps, valid["loss"], valid["ppl"], valid["bleu"], config.valid_metric, state.progress["best"],
+        "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f (best checkpoint: %s %.3f)",
+        steps, valid["loss"], valid["ppl"], valid["bleu"], valid["chrf"], config.valid_metric, state.progress["best"],
     )  # fmt: skip
     return {"steps": steps, "checkpoint": {"spec": model.spec, "model": weights}, "valid": valid}
 
@@ -470,11 +479,7 @@ def _finish(
     best = trainer.ckpt_dir / "best.pt"
     if not best.exists():
         raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
-    best_entry = (
-        max(history, key=lambda h: h["bleu"])
-        if config.valid_metric == "bleu"
-        else min(history, key=lambda h: h["loss"])
-    )
+    best_entry = best_validation(history, config.valid_metric)
     metric = config.valid_metric
     use_average = averaged is not None and not is_better(metric, progress["best"], averaged["valid"][metric])
     chosen = "best checkpoint"

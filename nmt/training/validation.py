@@ -1,4 +1,4 @@
-"""Dev-set scores during training: per-token loss and perplexity, and BLEU as the test sets are scored."""
+"""Dev-set scores during training: per-token loss and perplexity, and BLEU and chrF as the test sets are scored."""
 
 import logging
 import math
@@ -60,7 +60,7 @@ def dev_batch_tokens(config: TrainConfig, world_size: int) -> int:
 def validate(
     model: Seq2Seq, dev: DevSet, config: TrainConfig, device: torch.device, batch_tokens: int | None = None
 ) -> dict[str, float]:
-    """Dev-set per-token loss and perplexity (teacher forcing), and BLEU as the test set is scored.
+    """Dev-set per-token loss and perplexity (teacher forcing), and BLEU and chrF as the test set is scored.
 
     The dev set is translated by :func:`valid_search` and scored with the BLEU tokenizer of the
     target language (:func:`nmt.evaluation.metrics.score_metric`, as for the test sets), so the checkpoint
@@ -68,7 +68,8 @@ def validate(
 
     :param batch_tokens: tokens of a dev batch for the loss (:func:`dev_batch_tokens`); by default
         ``config.batch_tokens``, a training batch of one process
-    :return: ``loss``, ``ppl``, ``bleu``, and ``bleu_signature`` (sacreBLEU's, with the search appended)
+    :return: ``loss``, ``ppl``, ``bleu``, ``chrf``, and ``bleu_signature`` and ``chrf_signature`` (sacreBLEU's,
+        with the search appended)
     """
     model.eval()
     criterion = LabelSmoothedCrossEntropy(0.0)
@@ -82,12 +83,15 @@ def validate(
         nll_sum, n_tokens = nll_sum + float(nll), n_tokens + batch.n_trg_tokens
     search = valid_search(config)
     hyps = translate_lines(model, dev.src_sp, dev.trg_sp, dev.src_lines, search, device, config.bf16)
-    bleu, signature = score_metric("bleu", hyps, dev.ref_lines, config.trg_lang)
-    signature = f"{signature}|search:{search.describe()}"
-    log.info("dev BLEU %.2f, sacreBLEU %s", bleu, signature)
+    scores = {}
+    for name in ("bleu", "chrf"):
+        score, signature = score_metric(name, hyps, dev.ref_lines, config.trg_lang)
+        scores |= {name: score, f"{name}_signature": f"{signature}|search:{search.describe()}"}
+    log.info("dev BLEU %.2f, sacreBLEU %s; chrF %.2f, %s", scores["bleu"], scores["bleu_signature"], scores["chrf"],
+             scores["chrf_signature"])  # fmt: skip
     model.train()
     loss = nll_sum / max(n_tokens, 1)
-    return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), "bleu": bleu, "bleu_signature": signature}
+    return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), **scores}
 
 
 def valid_search(config: TrainConfig) -> DecodeConfig:
