@@ -228,7 +228,12 @@ def _load_export(
             "runtime ctranslate2 needs the ctranslate2 package: pip install 'ctranslate2==4.8.5'"
         ) from None
     spec_path = export_dir / SPEC_FILE
-    spec = json.loads(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else {"config": {}}
+    try:
+        spec = json.loads(spec_path.read_text(encoding="utf-8")) if spec_path.is_file() else {"config": {}}
+        if not isinstance(spec.get("config"), dict):
+            raise ValueError("no 'config' mapping")
+    except (ValueError, AttributeError) as e:
+        raise DataError(f"{spec_path}: not the model spec an export writes ({e})") from None
     src_sp, trg_sp = load_subword(export_dir / SRC_SPM), load_subword(export_dir / TRG_SPM)
     for name, sp, key in ((SRC_SPM, src_sp, "src_vocab"), (TRG_SPM, trg_sp, "trg_vocab")):
         if key in spec and sp.get_piece_size() != spec[key]:
