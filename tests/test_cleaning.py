@@ -408,7 +408,7 @@ def test_decontamination_against_dev_and_test(tmp_path: Path) -> None:
 
 
 def test_parallel_chunks_and_shuffle_keep_pairs_aligned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import nmt.cleaning
+    import nmt.data.cleaning
 
     monkeypatch.setattr(nmt.data.cleaning, "CHUNK_PAIRS", 7)  # many chunks from a small corpus
     src = [f"Satz Nummer {i}" for i in range(100)] + ["", b"\xff"]

@@ -108,7 +108,8 @@ CASES = [
      ["the dog runs", "the cat"]),
     ("translate: empty input", T, "trained", b"", {}, 0, None, []),
     ("translate: missing model directory", T, "missing", b"the cat\n", {}, 1,
-     r"error: {tmp}/nowhere: not found; expected a model directory \(model.pt, src.model, trg.model\)", None),
+     r"error: {tmp}/nowhere: not found; expected a model directory \(model.pt, src.model, trg.model, "
+     r"meta.json\)", None),
     ("translate: a file as model directory", T, "a file", b"the cat\n", {}, 1,
      r"error: {model}: is a file; expected a model directory", None),
     ("translate: model directory without src.model", T, "no src.model", b"the cat\n", {}, 1,

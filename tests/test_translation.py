@@ -73,7 +73,8 @@ def test_cli_translate_and_score(trained_model, tmp_path):
 def test_cli_errors_are_one_line(tmp_path):
     out = run_cli("translate", "--model", str(tmp_path / "nowhere"), stdin="hello\n")
     assert out.returncode == 1
-    message = f"error: {tmp_path / 'nowhere'}: not found; expected a model directory (model.pt, src.model, trg.model)"
+    expected = "expected a model directory (model.pt, src.model, trg.model, meta.json)"
+    message = f"error: {tmp_path / 'nowhere'}: not found; {expected}"
     assert out.stderr.strip().splitlines() == [message]
     assert "Traceback" not in out.stderr
 
