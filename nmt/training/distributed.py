@@ -26,6 +26,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+import nmt
 from nmt.config import ModelMeta, TrainConfig
 from nmt.errors import TrainingError
 
@@ -244,7 +245,7 @@ def launch_training(
     else:
         command = torchrun_command(processes, args, rendezvous)
     # The processes import this nmt: in a rule's conda env it is on the script's sys.path, not installed.
-    paths = [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+    paths = [str(Path(nmt.__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]  # nmt's folder
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
