@@ -42,7 +42,7 @@ def read_model_file(model_dir: str | Path, device: str | torch.device = "cpu") -
             f"{model_dir}: a CTranslate2 export ({EXPORT_FILE}), not a model directory ({MODEL_FILE}): "
             "translate with it with --runtime ctranslate2"
         )
-    if not (model_dir / MODEL_FILE).is_file():
+    if not (model_dir / MODEL_FILE).exists():  # a model.pt that is no file: load_checkpoint names it
         what = "is a file" if model_dir.is_file() else "not found" if not model_dir.exists() else f"has no {MODEL_FILE}"
         found = [str(p) for p in find_model_dirs(model_dir)] if model_dir.is_dir() else []
         hint = f"; model directories inside it: {', '.join(found[:3])}" if found else ""
