@@ -441,7 +441,8 @@ def check_report(workdir: Path) -> None:
                 "Learning curves of rnn (baseline)", "monolingual de sample")  # fmt: skip
     for text in captions:
         assert text in html, text
-    assert "significant gain" not in html and "significantly better" not in html, "† marks a difference"
+    assert "significant gain" not in html, "† and ‖ mark a direction"
+    assert "significantly better" in html and "significantly worse" in html, "the marks are explained"
 
 
 @pytest.mark.slow
