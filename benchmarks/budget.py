@@ -17,6 +17,7 @@ Every choice of the default config is made on the dev set; test sets are not rea
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -66,8 +67,7 @@ def run_spec(spec: str, config: dict) -> tuple[str, dict, dict]:
     options = dict(config["models"][model])
     options["training"] = {**options.get("training", {}), **overrides}
     entry = parse_model(model, options, config.get("training", {}), f"--run {name}")
-    training = {k: v for k, v in vars(entry.training).items()}
-    return name, entry.settings, training
+    return name, entry.settings, dataclasses.asdict(entry.training)
 
 
 def train(name: str, settings: dict, training: dict, files: dict, workdir: Path, threads: int) -> Path:

@@ -363,7 +363,7 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
         trainer.curves.add_valid(state.history[-1])
     if is_better(config.valid_metric, scores[config.valid_metric], progress["best"]):
         progress["best"], progress["bad_evals"] = scores[config.valid_metric], 0
-        if trainer.world.is_main:
+        if world.is_main:
             save_checkpoint(trainer.ckpt_dir / "best.pt", state.weights())
     else:
         progress["bad_evals"] += 1
