@@ -1,6 +1,7 @@
 """Atomic checkpoint files that load with ``torch.load(weights_only=True)``; kept snapshots and their average."""
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,25 @@ MODEL_KEYS = ("spec", "model")
 TRAINING_KEYS = (*MODEL_KEYS, "optimizer", "progress", "history", "rng")
 
 
-def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
+def save_checkpoint(path: str | Path, payload: dict[str, Any], keep_previous: bool = False) -> None:
     """Write ``payload`` (tensors, numbers, strings, lists, dicts only) to ``path`` atomically.
 
     A crash leaves either the old or the new checkpoint, never half of one (:func:`nmt.atomic.atomic_path`).
+
+    :param keep_previous: move the file this one replaces to :func:`previous_path` (once the new one is
+        written), so that a damaged ``last.pt`` still leaves one intact state to resume from
     """
+    path = Path(path)
     with atomic_path(path) as tmp:
         torch.save(payload, tmp)
+        if keep_previous and path.is_file():
+            os.replace(path, previous_path(path))  # a crash here leaves the previous one, which resumes
+
+
+def previous_path(path: str | Path) -> Path:
+    """Where ``save_checkpoint(path, ..., keep_previous=True)`` keeps the file it replaced: ``last.prev.pt``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.prev{path.suffix}")
 
 
 def load_checkpoint(

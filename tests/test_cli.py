@@ -248,10 +248,12 @@ RESUME_CASES = [
 
 @pytest.mark.parametrize("case", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
 def test_bad_resume_checkpoint(case, trained_model, toy_corpus, toy_spm, tmp_path, capsys, monkeypatch):
-    """``python -m nmt train`` resumes from ``checkpoints/last.pt``; a wrong file there is one line."""
+    """``python -m nmt train`` resumes from ``checkpoints/last.pt``; a wrong file there, with none before it, is one
+    line."""
     _, change, pattern = case
     model_dir = tmp_path / "model"
     shutil.copytree(trained_model[0], model_dir)
+    (model_dir / "checkpoints/last.prev.pt").unlink()  # the one before it resumes instead (test_training.py)
     change(model_dir)
     files = {"train-src": toy_corpus["train.en"], "train-trg": toy_corpus["train.de"], "dev-src": toy_corpus["dev.en"],
              "dev-ref": toy_corpus["dev.de"], "src-spm": toy_spm["en"], "trg-spm": toy_spm["de"],

@@ -423,9 +423,39 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
 
 
 def test_resume_refuses_a_checkpoint_of_another_model(toy_corpus, toy_spm, tmp_path):
-    run_training(toy_corpus, toy_spm, tmp_path, max_steps=2, valid_every=1000)
-    with pytest.raises(DataError, match=r"last.pt: checkpoint of a different model .* delete the model directory"):
-        run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=4)
+    run_training(toy_corpus, toy_spm, tmp_path, max_steps=20, valid_every=1000)
+    pattern = r"last.pt: checkpoint of a different model .*; .*last.prev.pt: checkpoint of a different model .*"
+    with pytest.raises(DataError, match=pattern + "; delete the model directory") as excinfo:
+        run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=40)
+    assert_one_line(excinfo, tmp_path / "checkpoints/last.pt", tmp_path / "checkpoints/last.prev.pt")
+
+
+DAMAGES = {
+    "truncated": lambda path: path.write_bytes(path.read_bytes()[:1000]),
+    "of another model": lambda path: save_checkpoint(path, {**load_checkpoint(path), "spec": {"arch": "rnn", "config": {}}}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_last_checkpoint_resumes_from_the_one_before(damage, toy_corpus, toy_spm, tmp_path, caplog):
+    """A truncated last.pt (a full disk, a bad copy) or another run's costs the updates since the checkpoint
+    before it, with one line saying so, and the run ends where an uninterrupted one does; not a failure, nor a
+    run from scratch."""
+    straight, damaged = tmp_path / "straight", tmp_path / "damaged"
+    run_training(toy_corpus, toy_spm, straight, max_steps=40)
+    run_training(toy_corpus, toy_spm, damaged, max_steps=30)
+    assert load_checkpoint(damaged / "checkpoints/last.prev.pt")["progress"]["step"] == 20
+    DAMAGES[damage](damaged / "checkpoints/last.pt")
+    caplog.set_level(logging.INFO, logger="nmt")
+    run_training(toy_corpus, toy_spm, damaged, max_steps=40)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "\n" not in warnings[0], warnings
+    assert warnings[0].startswith(str(damaged / "checkpoints/last.pt")) and "last.prev.pt" in warnings[0]
+    assert any("resumed from" in r.getMessage() and "at step 20" in r.getMessage() for r in caplog.records)
+    a, b = (load_checkpoint(d / "checkpoints/last.pt") for d in (straight, damaged))
+    assert a["progress"]["step"] == b["progress"]["step"] == 40
+    for name, tensor in a["model"].items():
+        torch.testing.assert_close(tensor, b["model"][name], rtol=0, atol=0, msg=name)
 
 
 def train_with_meta(toy_corpus, toy_spm, model_dir, spm=None, model=TOY_MODEL, **overrides):

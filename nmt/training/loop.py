@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from nmt.atomic import write_text
-from nmt.checkpoint import average_snapshots, load_checkpoint, save_checkpoint
+from nmt.checkpoint import average_snapshots, load_checkpoint, previous_path, save_checkpoint
 from nmt.config import ModelMeta, TrainConfig
 from nmt.data.batches import Batch, make_batch, token_batches, weighted_epoch
 from nmt.data.binarize import BinarizedData, binarize, open_training_data
@@ -179,13 +179,14 @@ def _start(
 
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
     last = ckpt_dir / "last.pt"
-    if config.init_from is not None and not last.exists():  # a resumed run has its own weights
+    resumes = last.exists() or previous_path(last).exists()
+    if config.init_from is not None and not resumes:  # a resumed run has its own weights
         init_weights(model, config.init_from, src_spm, trg_spm, device)
     if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
         torch.manual_seed(config.seed + world.rank)
     state = TrainState(model, make_optimizer(model, config), grad_scaler(device, config.bf16))
-    if last.exists():
-        state.restore(last, device, world, config.seed)
+    if resumes:
+        state.resume(last, device, world, config.seed)
     curves = None
     if world.is_main:
         curves = Curves(model_dir, state.train_log, state.history, state.progress["step"], config.tensorboard)

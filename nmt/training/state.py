@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from nmt.checkpoint import TRAINING_KEYS, load_checkpoint, save_checkpoint, save_snapshot
+from nmt.checkpoint import TRAINING_KEYS, load_checkpoint, previous_path, save_checkpoint, save_snapshot
 from nmt.errors import DataError
 from nmt.models.seq2seq import Seq2Seq
 from nmt.training.distributed import World
@@ -49,6 +49,7 @@ class TrainState:
     progress: dict[str, Any] = field(default_factory=new_progress)
     history: list[dict[str, Any]] = field(default_factory=list)  # validations
     train_log: list[dict[str, Any]] = field(default_factory=list)  # training loss every log_every updates
+    saved_step: int = -1  # of the checkpoint last written or read: the one a new step's save keeps as previous
 
     def weights(self) -> dict[str, Any]:
         """What a model file holds (``best.pt``, ``model.pt``): the spec and the weights."""
@@ -73,7 +74,29 @@ class TrainState:
                     "rng": rng,
                     "spec": self.model.spec,
                 },
+                keep_previous=self.saved_step != self.progress["step"],
             )
+        self.saved_step = self.progress["step"]
+
+    def resume(self, last: Path, device: torch.device, world: World, seed: int) -> None:
+        """Continue from ``last`` or, if it is damaged or of another model, from the checkpoint it replaced.
+
+        A damaged ``last.pt`` (truncated by a full disk or a copy, or another run's) costs the updates
+        since the checkpoint before it, not the run; the redone updates are those an uninterrupted run made.
+
+        :raises DataError: one line naming what is wrong with each file when neither can be resumed from
+        """
+        errors = []
+        for path in (p for p in (last, previous_path(last)) if p.exists()):
+            try:
+                self.restore(path, device, world, seed)
+            except DataError as e:
+                errors.append(str(e))
+                continue
+            if errors:
+                log.warning("%s; resuming from the checkpoint before it, %s", errors[0], path.name)
+            return
+        raise DataError(f"{'; '.join(errors)}; delete the model directory {last.parent.parent} to train from scratch")
 
     def restore(self, path: Path, device: torch.device, world: World, seed: int) -> None:
         """Continue from the checkpoint at ``path``, this process's random state included.
@@ -86,8 +109,7 @@ class TrainState:
         ckpt = load_checkpoint(path, map_location=device, keys=TRAINING_KEYS)
         if ckpt["spec"] != self.model.spec:
             raise DataError(
-                f"{path}: checkpoint of a different model ({ckpt['spec']['arch']}, {ckpt['spec']['config']}); "
-                "delete the model directory to train from scratch"
+                f"{path}: checkpoint of a different model ({ckpt['spec']['arch']}, {ckpt['spec']['config']})"
             )
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
@@ -95,6 +117,7 @@ class TrainState:
             self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = {**self.progress, **ckpt["progress"]}  # checkpoints of older versions lack some counters
         self.history, self.train_log = ckpt["history"], ckpt.get("train_log", [])
+        self.saved_step = self.progress["step"]
         rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
         if len(rng) == world.size:
             _set_rng_state(rng[world.rank])
