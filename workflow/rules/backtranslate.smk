@@ -54,7 +54,8 @@ rule train_reverse_model:
         "results/logs/train_reverse_model/{src}-{trg}.log",
     benchmark:
         "results/benchmarks/train_reverse_model/{src}-{trg}.tsv"
-    threads: 8
+    threads: training_threads(get_reverse_training)
+    priority: 10  # the back-translation systems wait for it: it starts before the other trainings
     resources:
         mem_mb=per_attempt(16000),
         runtime=per_attempt(480),
@@ -96,7 +97,8 @@ rule backtranslate_part:
         "results/logs/backtranslate_part/{src}-{trg}.{variant}.{part}.log",
     benchmark:
         "results/benchmarks/backtranslate_part/{src}-{trg}.{variant}.{part}.tsv"
-    threads: 8
+    threads: training_threads(get_reverse_training)  # the reverse model's jobs run on as many threads as it trains on
+    priority: 10
     resources:
         mem_mb=per_attempt(8000),
         runtime=per_attempt(120),

@@ -23,7 +23,7 @@ rule train_model:
         "results/logs/train_model/{src}-{trg}.{model}.{stage}.seed{seed}.log",
     benchmark:
         "results/benchmarks/train_model/{src}-{trg}.{model}.{stage}.seed{seed}.tsv"
-    threads: 8
+    threads: training_threads(get_training)
     resources:
         mem_mb=per_attempt(16000),
         runtime=per_attempt(480),
