@@ -432,7 +432,7 @@ def test_resume_refuses_a_checkpoint_of_another_model(toy_corpus, toy_spm, tmp_p
 
 DAMAGES = {
     "truncated": lambda path: path.write_bytes(path.read_bytes()[:1000]),
-    "of another model": lambda path: save_checkpoint(path, {**load_checkpoint(path), "spec": {"arch": "rnn", "config": {}}}),
+    "of another model": lambda p: save_checkpoint(p, {**load_checkpoint(p), "spec": {"arch": "rnn", "config": 1}}),
 }  # fmt: skip
 
 
