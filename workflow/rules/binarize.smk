@@ -16,7 +16,7 @@ rule binarize_corpus:
         max_length=ask(EXPERIMENT.train_max_length, "stage"),
     log:
         "results/logs/binarize_corpus/{src}-{trg}.{stage}.log",
-    threads: 4
+    threads: data_threads(4)
     resources:
         mem_mb=per_attempt(2000),
         runtime=per_attempt(120),
@@ -40,7 +40,7 @@ rule binarize_reverse_corpus:
         max_length=BT.reverse.training.max_length,
     log:
         "results/logs/binarize_reverse_corpus/{src}-{trg}.log",
-    threads: 4
+    threads: data_threads(4)
     resources:
         mem_mb=per_attempt(2000),
         runtime=per_attempt(120),

@@ -199,6 +199,13 @@ def training_threads(training):
     return lambda wildcards: training(wildcards)["threads"] or 8
 
 
+def data_threads(most):
+    """A data or decoding job's threads: with ``training.threads`` set, as many as a training has, so that the job
+    fits beside a running training (Snakemake never gives a job fewer threads than it asks, so a 2-thread job
+    beside two 1-thread trainings would wait for both to end); else ``most``, capped at --cores."""
+    return config.get("training", {}).get("threads") or most
+
+
 def get_label_smoothing(wildcards):
     return get_model(wildcards).training.label_smoothing
 

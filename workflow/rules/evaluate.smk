@@ -22,7 +22,7 @@ rule translate_test:
         "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.log",
     benchmark:
         "results/benchmarks/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.tsv"
-    threads: 8
+    threads: data_threads(8)
     resources:
         mem_mb=per_attempt(8000),
         runtime=per_attempt(60),
