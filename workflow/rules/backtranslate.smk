@@ -24,6 +24,7 @@ rule clean_monolingual:
         sources=ask(EXPERIMENT.mono_sources, "trg"),
     log:
         "results/logs/clean_monolingual/{src}-{trg}.log",
+    priority: 10  # the reverse model joins the jobs only after split_monolingual, a checkpoint, has run
     resources:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(120),
@@ -75,6 +76,7 @@ checkpoint split_monolingual:
         chunk_lines=BT.chunk_lines,
     log:
         "results/logs/split_monolingual/{src}-{trg}.log",
+    priority: 10
     resources:
         mem_mb=per_attempt(1000),
         runtime=per_attempt(15),
@@ -123,6 +125,7 @@ rule build_synthetic_corpus:
         seed=BT.seed,
     log:
         "results/logs/build_synthetic_corpus/{src}-{trg}.{variant}.log",
+    priority: 10
     resources:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(60),

@@ -17,6 +17,7 @@ rule binarize_corpus:
     log:
         "results/logs/binarize_corpus/{src}-{trg}.{stage}.log",
     threads: data_threads(4)
+    priority: 10  # seconds of work that trainings wait for: before any training (the reverse model's too)
     resources:
         mem_mb=per_attempt(2000),
         runtime=per_attempt(120),
@@ -41,6 +42,7 @@ rule binarize_reverse_corpus:
     log:
         "results/logs/binarize_reverse_corpus/{src}-{trg}.log",
     threads: data_threads(4)
+    priority: 10  # seconds of work that trainings wait for: before any training (the reverse model's too)
     resources:
         mem_mb=per_attempt(2000),
         runtime=per_attempt(120),

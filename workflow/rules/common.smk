@@ -12,7 +12,7 @@ from snakemake.utils import update_config, validate
 from nmt.atomic import remove_stale_temp_files
 from nmt.data.download import MIRROR_ENV
 from nmt.errors import ConfigError
-from nmt.experiment import Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
+from nmt.experiment import BASELINE, Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
 
 
 def check_config(config, schema_path):

@@ -24,6 +24,7 @@ rule train_model:
     benchmark:
         "results/benchmarks/train_model/{src}-{trg}.{model}.{stage}.seed{seed}.tsv"
     threads: training_threads(get_training)
+    priority: lambda wildcards: 0 if wildcards.stage == BASELINE else 5  # back-translation systems end the critical path
     resources:
         mem_mb=per_attempt(16000),
         runtime=per_attempt(480),
