@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -281,3 +282,55 @@ def test_sigterm_stops_all_processes_with_a_checkpoint(toy_corpus, toy_spm, tmp_
     assert lines[0].startswith("error: training with 2 processes failed") and "training stopped by signal 15" in err
     assert "run the same command again to resume" in err
     assert load_checkpoint(tmp_path / "m/checkpoints/last.pt")["progress"]["step"] > 0
+
+
+def rank_pids(marker: str) -> dict[int, int]:
+    """rank -> pid of the training processes whose environment holds ``NMT_TEST_MARKER=marker`` (torchrun's
+    workers have ``RANK``, its agent has not)."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            env = dict(v.split("=", 1) for v in (proc / "environ").read_bytes().decode().split("\0") if "=" in v)
+        except (OSError, UnicodeDecodeError):
+            continue  # not a process, gone, or not ours
+        if env.get("NMT_TEST_MARKER") == marker and "RANK" in env:
+            found[int(env["RANK"])] = int(proc.name)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the ranks' processes in /proc")
+def test_a_killed_rank_is_one_line_and_the_rerun_ends_as_an_uninterrupted_run(toy_corpus, toy_spm, tmp_path):
+    """SIGKILL of one of two processes mid-epoch (the OOM killer, a lost node): torchrun ends the other, the job
+    fails with one line naming the killed rank, and the same command resumes from the last checkpoint and ends
+    where an uninterrupted run ends."""
+    code = (
+        "import json, sys; from conftest import tiny_train_config; "
+        "from nmt.training.distributed import launch_training; "
+        "from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
+        "with entry_point(a['log']):\n"
+        "    launch_training(2, a['model'], tiny_train_config(**a['config']), a['files'], a['log'])"
+    )
+    overrides = {"max_steps": 60, "valid_every": 1000, "checkpoint_every": 10, "log_every": 5}
+    killed, log = tmp_path / "killed", tmp_path / "log"
+    args = json.dumps({"model": NO_DROPOUT, "files": files(toy_corpus, toy_spm, killed), "log": str(log),
+                       "config": overrides})  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "NMT_TEST_MARKER": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", code, args], stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 180
+    while not (killed / "checkpoints/last.pt").exists():  # past the first checkpoint, mid-epoch
+        assert proc.poll() is None and time.monotonic() < deadline, "training did not reach its first checkpoint"
+        time.sleep(0.1)
+    os.kill(rank_pids(str(tmp_path))[1], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    lines = err.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, err
+    assert lines[0].startswith("error: training with 2 processes failed") and "rank 1 was killed (Signal 9" in err, err
+    assert "SIGKILL" in err and "run the same command again to resume" in err
+    config = tiny_train_config(**overrides)
+    launch_training(2, NO_DROPOUT, config, files(toy_corpus, toy_spm, killed), log)
+    straight = tmp_path / "straight"
+    launch_training(2, NO_DROPOUT, config, files(toy_corpus, toy_spm, straight), tmp_path / "straight.log")
+    a, b = (load_checkpoint(d / "checkpoints/last.pt") for d in (straight, killed))
+    assert a["progress"]["step"] == b["progress"]["step"] == 60
+    for name, tensor in a["model"].items():
+        torch.testing.assert_close(tensor, b["model"][name], msg=name)

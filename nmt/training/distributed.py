@@ -14,6 +14,7 @@ import datetime
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -256,8 +257,23 @@ def launch_training(
     if output.strip():
         log.info("torchrun output:\n%s", output.rstrip())
     if proc.returncode != 0:
-        errors = [line.removeprefix("error: ") for line in output.splitlines() if line.startswith("error: ")]
-        causes = [line.strip() for line in output.splitlines() if line.strip().startswith(("exitcode", "traceback"))]
-        reason = (errors or [f"{'; '.join(causes) or 'no error message'} (see {log_path})"])[0]
         where = f"{processes} processes" if nodes == 1 else f"{nodes} nodes x {processes} processes"
-        raise TrainingError(f"training with {where} failed (exit status {proc.returncode}): {reason}")
+        raise TrainingError(f"training with {where} failed (exit status {proc.returncode}): {why(output, log_path)}")
+
+
+# A failed process in torchrun's summary: "rank : 1 (local_rank: 1)", "exitcode : -9 (pid: 123) SIGKILL", ...
+FAILED_RANK = re.compile(r"^\s*rank\s*: (\d+) .*\n\s*exitcode\s*: (-?\d+) .*\n(?:.*\n)*?\s*traceback : (.*)$", re.M)
+
+
+def why(output: str, log_path: str | Path) -> str:
+    """Why a torchrun job failed, in one line: a process killed by a signal (the OOM killer, a node's
+    failure, ``kill -9``) names its rank, since the errors of the others that lost it follow from it;
+    else the first ``error:`` line of our own, else torchrun's exit codes."""
+    killed = [(int(rank), message) for rank, code, message in FAILED_RANK.findall(output) if int(code) < 0]
+    killed.sort(key=lambda failure: "SIGTERM" in failure[1])  # SIGTERM is the teardown of the others
+    if killed:
+        rank, message = killed[0]
+        return f"rank {rank} was killed ({message.strip()}), the others stopped; run the same command again to resume"
+    errors = [line.removeprefix("error: ") for line in output.splitlines() if line.startswith("error: ")]
+    causes = [line.strip() for line in output.splitlines() if line.strip().startswith(("exitcode", "traceback"))]
+    return (errors or [f"{'; '.join(causes) or 'no error message'} (see {log_path})"])[0]
