@@ -131,17 +131,22 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="trainings side by side")
     parser.add_argument("--threads", type=int, help="threads per training (default: 2 cores / jobs)")
     parser.add_argument("--config", nargs="*", default=[], help="workflow --config overrides for the data")
+    parser.add_argument("--report-only", action="store_true", help="no training: the table and plot of the runs "
+                        "already in WORKDIR/runs (e.g. of several invocations)")  # fmt: skip
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
     runs = [run_spec(spec, config) for spec in args.run]
-    files = prepare(args.workdir, args.mirror, args.config)
-    threads = args.threads or max(1, 2 // args.jobs)
-    budget = {"max_minutes": args.minutes, "max_steps": args.max_steps, "valid_every": args.valid_every}
-    budget |= {"checkpoint_every": args.valid_every, "patience": 10**6}
-    with ThreadPoolExecutor(args.jobs) as pool:
-        dirs = pool.map(lambda r: train(r[0], r[1], {**r[2], **budget}, files, args.workdir, threads), runs)
-        results = {name: curve_figures(model_dir) for (name, _, _), model_dir in zip(runs, dirs, strict=True)}
+    if args.report_only:
+        dirs = [args.workdir / "runs" / name for name, _, _ in runs]
+    else:
+        files = prepare(args.workdir, args.mirror, args.config)
+        threads = args.threads or max(1, 2 // args.jobs)
+        budget = {"max_minutes": args.minutes, "max_steps": args.max_steps, "valid_every": args.valid_every}
+        budget |= {"checkpoint_every": args.valid_every, "patience": 10**6}
+        with ThreadPoolExecutor(args.jobs) as pool:
+            dirs = list(pool.map(lambda r: train(r[0], r[1], {**r[2], **budget}, files, args.workdir, threads), runs))
+    results = {name: curve_figures(model_dir) for (name, _, _), model_dir in zip(runs, dirs, strict=True)}
     (args.workdir / "budget.json").write_text(json.dumps(results, indent=2))
     plot(results, args.workdir / "budget.png")
     print("| run | updates | minutes | best dev BLEU | last dev BLEU | minutes to 90% | updates to 90% |")
