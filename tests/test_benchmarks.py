@@ -169,3 +169,23 @@ def test_scale_rehearsal_binarizes_exactly_what_sentencepiece_encodes(tmp_path):
     assert len(train["peak_mb_per_rank"]) == 2, "two training processes were sampled"
     for peak in train["peak_mb_per_rank"]:
         assert 100 < peak["RssAnon"] < 4000 and 0 < peak["RssFile"] < 4000
+
+
+def test_budget_tabulates_and_plots_the_learning_curves_of_runs(trained_model, tmp_path):
+    """benchmarks/budget.py --report-only: the figures of runs already trained (here the toy model's curve, twice),
+    without training; the trainings themselves are `python -m nmt train` as tested elsewhere."""
+    model_dir, _ = trained_model
+    for name in ("a", "b"):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        (tmp_path / "runs" / name / "valid.tsv").write_text((model_dir / "valid.tsv").read_text())
+    argv = [sys.executable, str(REPO / "benchmarks" / "budget.py"), "--workdir", str(tmp_path), "--report-only"]
+    out = subprocess.run([*argv, "--run", "a=transformer", "--run", "b=rnn,lr=0.003"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    figures = json.loads((tmp_path / "budget.json").read_text())
+    assert list(figures) == ["a", "b"] and figures["a"]["updates"] == 500
+    assert figures["a"]["best_bleu"] >= figures["a"]["last_bleu"] and figures["a"]["updates_to_90"] <= 500
+    assert "| a | 500 |" in out.stdout and (tmp_path / "budget.png").stat().st_size > 0
+    bad = subprocess.run([*argv, "--run", "c=lstm"], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
+        "--run c=lstm: 'lstm' is not a model of config.yaml (transformer, rnn, convs2s)"
+    ]
