@@ -270,11 +270,11 @@ def why(output: str, log_path: str | Path) -> str:
     failure, ``kill -9``) names its rank, since the errors of the others that lost it follow from it;
     else the first ``error:`` line of our own, else torchrun's exit codes."""
     killed = [(int(rank), message.strip()) for rank, code, message in FAILED_RANK.findall(output) if int(code) < 0]
-    # torchrun ends the others with SIGTERM once one process fails: that names the failure only without an error.
-    killed.sort(key=lambda failure: "SIGTERM" in failure[1])
     errors = [line.removeprefix("error: ") for line in output.splitlines() if line.startswith("error: ")]
-    if killed and not (errors and "SIGTERM" in killed[0][1]):
-        rank, message = killed[0]
+    # torchrun ends the others with SIGTERM once one process fails: that names the failure only without an error.
+    culprits = [k for k in killed if "SIGTERM" not in k[1]] or ([] if errors else killed)
+    if culprits:
+        rank, message = culprits[0]
         return f"rank {rank} was killed ({message}), the others stopped; run the same command again to resume"
     causes = [line.strip() for line in output.splitlines() if line.strip().startswith(("exitcode", "traceback"))]
     return (errors or [f"{'; '.join(causes) or 'no error message'} (see {log_path})"])[0]
