@@ -12,24 +12,31 @@
 #   {src}-{trg}/backtranslation/parts/{part}.{trg}     monolingual parts (checkpoint split_monolingual)
 #   {src}-{trg}/backtranslation/{variant}/parts/{part}.{src}   back-translated parts
 #   {src}-{trg}/backtranslation/{variant}/train.{lang} real + synthetic training corpus (+ report.json/.html)
+#   {src}-{trg}/distillation/parts/{part}.{src}        training source in parts (checkpoint split_distillation_source)
+#   {src}-{trg}/distillation/teacher/{part}.{trg}      the teacher's translation of each part
+#   {src}-{trg}/distillation/train.{lang}              distilled training corpus (+ report.json)
 #   {src}-{trg}/data/bin/{stage}/train.json            binarized training set of a stage: header, and beside it
 #     train.{src,trg}.{ids,offsets}                    memory-mapped token ids and int64 sentence offsets
 #   {src}-{trg}/data/bin/reverse/train.*               the same, reversed, for the back-translation model
 #   {src}-{trg}/{model}/{stage}/seed{N}/model/          model.pt, summary.json, train.tsv, valid.tsv, checkpoints/
 #   {src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}   detokenized system output
 #   {src}-{trg}/{model}/{stage}/{run}/scores/{test}.json   BLEU/chrF/TER with sacrebleu signatures
+#   {src}-{trg}/{model}/distilled/seed{N}/ctranslate2/{quantization}/model/   a student's CTranslate2 export
+#   {src}-{trg}/{model}/distilled/seed{N}/ctranslate2/{quantization}/translations/{test}.{trg}   its output
 #   {src}-{trg}/significance/{test}.json               paired bootstrap of every run against the baseline
 #   tables/scores.{csv,md}                             long table: one row per run and test set
 #   tables/summary.csv                                 per system: mean and std over seeds, ensemble rows
 #   tables/table.{md,tex,csv}                          wide table: systems x pairs/metrics, as in papers
 #   tables/{table,summary,scores,significance}.html    the tables as the HTML report shows them
+#   tables/distillation.{csv,md}                       teacher and students: quality, decoding speed, size
+#   plots/distillation.png                             their BLEU against decoding speed
 #   plots/{src}-{trg}.{model}.{stage}.seed{N}.png      learning curves (train loss, valid loss and BLEU) per seed
 #   plots/{src}-{trg}.comparison.png                   learning curves of all systems of a pair
 #   benchmarks/{rule}/...tsv                           Snakemake benchmark of the heavy jobs
 #   logs/{rule}/...log                                 one log per job
 # {model} is a key of config["models"] (transformer, rnn, convs2s by default); {stage} is "baseline"
-# (trained on the parallel data only) or a key of config["backtranslation"]["variants"] (trained on
-# that variant's real + synthetic corpus). {run} is seed{N} for each of config["seeds"], or "ensemble"
+# (trained on the parallel data only), a key of config["backtranslation"]["variants"] (trained on
+# that variant's real + synthetic corpus) or "distilled" (a student trained on the teacher's translations). {run} is seed{N} for each of config["seeds"], or "ensemble"
 # (all seeds' models decoding together) when there are several seeds.
 
 import sys
@@ -59,6 +66,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/subword.smk"
 include: "workflow/rules/backtranslate.smk"
+include: "workflow/rules/distill.smk"
 include: "workflow/rules/binarize.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
@@ -81,3 +89,4 @@ rule all:
             seed=EXPERIMENT.seeds,
         ),
         get_report_pages(),
+        ["results/tables/distillation.md"] if KD else [],

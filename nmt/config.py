@@ -415,10 +415,11 @@ class SyntheticConfig:
     max_repeats: int = 2
 
     def check(self, where: str) -> None:
+        if self.upsample_real < 0:  # 0: synthetic pairs only (a distilled corpus without the original pairs)
+            raise ConfigError(f"{where}.upsample_real: must be >= 0, got {self.upsample_real!r}")
         _positive(
             where,
             synthetic_ratio=self.synthetic_ratio,
-            upsample_real=self.upsample_real,
             max_ratio=self.max_ratio,
             repeat_ngram=self.repeat_ngram,
             max_repeats=self.max_repeats,

@@ -33,6 +33,8 @@ from nmt.model_config import resolve_model_options
 BASELINE = "baseline"
 # The run of all seeds' models decoding together (when there are two or more seeds).
 ENSEMBLE = "ensemble"
+# The stage of the students of knowledge distillation, trained on the teacher's translations of the training source.
+DISTILLED = "distilled"
 
 
 def check_config_syntax(path: str | Path) -> None:
@@ -200,6 +202,34 @@ class Backtranslation:
 
 
 @dataclass(frozen=True)
+class Distillation:
+    """Sequence-level knowledge distillation (Kim and Rush 2016): the teacher system (a model of ``models`` on one
+    stage, the ensemble of its seeds when there are several) translates the cleaned training source with
+    ``generation``; each student (a model of ``models``) is trained again on the result (stage ``distilled``),
+    decoded with ``decoding`` in all its stages, and each CTranslate2 ``quantizations`` export of its first seed's
+    distilled model is decoded too, for the deployment table."""
+
+    teacher: str
+    teacher_stage: str
+    students: tuple[str, ...]
+    generation: DecodeConfig
+    decoding: DecodeConfig
+    synthetic: SyntheticConfig
+    quantizations: tuple[str, ...]
+    chunk_lines: int
+
+    @property
+    def export_decoding(self) -> DecodeConfig:
+        """The students' search run by CTranslate2 on their exports."""
+        return dataclasses.replace(self.decoding, runtime="ctranslate2")
+
+    def describe(self, teacher_label: str) -> str:
+        """The data column of a distilled student, e.g. ``distilled (transformer small, beam5, + parallel)``."""
+        mix = ", + parallel" if self.synthetic.upsample_real else ""
+        return f"distilled ({teacher_label}, {self.generation.describe()}{mix})"
+
+
+@dataclass(frozen=True)
 class System:
     """Rows of the result table: one model trained on one stage's data (``baseline`` or a variant)."""
 
@@ -217,6 +247,17 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Deployed:
+    """A row of the distillation table: a run decoded in torch, or (``quantization``) its CTranslate2 export."""
+
+    role: str
+    model: str
+    stage: str
+    run: str
+    quantization: str | None = None
+
+
+@dataclass(frozen=True)
 class Experiment:
     """Everything the workflow builds, from a validated config (see :func:`load_experiment`)."""
 
@@ -227,6 +268,7 @@ class Experiment:
     subword: SubwordConfig
     models: dict[str, Model]
     backtranslation: Backtranslation
+    distillation: Distillation | None
     decoding: DecodeConfig
     seeds: tuple[int, ...]
     tables: TablesConfig
@@ -237,7 +279,11 @@ class Experiment:
 
     @property
     def stages(self) -> list[str]:
-        return [BASELINE, *self.backtranslation.variants]
+        return [BASELINE, *self.backtranslation.variants] + ([DISTILLED] if self.distillation else [])
+
+    @property
+    def students(self) -> tuple[str, ...]:
+        return self.distillation.students if self.distillation else ()
 
     @property
     def runs(self) -> list[str]:
@@ -251,11 +297,13 @@ class Experiment:
 
     @property
     def systems(self) -> list[System]:
-        """Every model on the parallel data, then each back-translation model per variant."""
+        """Every model on the parallel data, then each back-translation model per variant, then each student."""
         variants = self.backtranslation.variants
-        return [System(model, BASELINE) for model in self.models] + [
-            System(model, variant) for model in self.backtranslation.models for variant in variants
-        ]
+        return (
+            [System(model, BASELINE) for model in self.models]
+            + [System(model, variant) for model in self.backtranslation.models for variant in variants]
+            + [System(model, DISTILLED) for model in self.students]
+        )
 
     def run_seeds(self, run: str) -> list[int]:
         """The seeds whose models a run translates with: its own, or every seed's for the ensemble."""
@@ -319,9 +367,29 @@ class Experiment:
         generation = self.backtranslation.variants[variant].generation
         return dataclasses.replace(generation, seed=generation.seed + int(part))
 
+    def test_decoding(self, model: str) -> DecodeConfig:
+        """The search that translates a model's test sets: the students' own (in all their stages, so that a student
+        on the parallel data and the same student distilled are compared alike), else the decoding section."""
+        return self.distillation.decoding if model in self.students else self.decoding
+
+    def teacher_files(self, src: str, trg: str) -> list[str]:
+        """The model files of the teacher: one per seed (several decode as an ensemble)."""
+        d = self.distillation
+        return [f"results/{src}-{trg}/{d.teacher}/{d.teacher_stage}/seed{seed}/model/model.pt" for seed in self.seeds]
+
+    def deployed(self) -> list[Deployed]:
+        """The rows of the distillation table: the teacher's run (the ensemble of its seeds when there are several),
+        then per student its first seed on the parallel data, distilled, and each CTranslate2 export of that."""
+        d, first = self.distillation, f"seed{self.seeds[0]}"
+        rows = [Deployed("teacher", d.teacher, d.teacher_stage, self.runs[-1])]
+        for student in d.students:
+            rows += [Deployed("student", student, BASELINE, first), Deployed("student", student, DISTILLED, first)]
+            rows += [Deployed("student", student, DISTILLED, first, q) for q in d.quantizations]
+        return rows
+
     def model_meta(self, src: str, trg: str, stage: str) -> ModelMeta:
         """What a model directory records for translation: languages, source normalization, BT tagging."""
-        tagged = stage != BASELINE and self.backtranslation.variants[stage].synthetic.tagged
+        tagged = stage in self.backtranslation.variants and self.backtranslation.variants[stage].synthetic.tagged
         return ModelMeta(src, trg, self.cleaning.normalize_punctuation, tagged)
 
     def reverse_meta(self, src: str, trg: str) -> ModelMeta:
@@ -335,12 +403,18 @@ class Experiment:
     def train_max_length(self, stage: str) -> int:
         """The largest ``max_length`` of the models that train on a stage's data (a model with a smaller one cuts
         its batches), the length limit of binarizing it."""
-        models = self.models if stage == BASELINE else self.backtranslation.models
+        models = {BASELINE: self.models, DISTILLED: self.students}.get(stage, self.backtranslation.models)
         return max(self.models[model].training.max_length for model in models)
 
     def describe_data(self, stage: str) -> str:
-        """The data column of the result table: ``parallel``, or e.g. ``parallel+bt (sample-top10, tagged)``."""
-        return "parallel" if stage == BASELINE else self.backtranslation.variants[stage].describe()
+        """The data column of the result table: ``parallel``, e.g. ``parallel+bt (sample-top10, tagged)``, or
+        ``distilled (...)``."""
+        if stage == BASELINE:
+            return "parallel"
+        if stage == DISTILLED:
+            teacher = self.models[self.distillation.teacher]
+            return self.distillation.describe(f"{teacher.arch} {teacher.size}".strip())
+        return self.backtranslation.variants[stage].describe()
 
     def system_row(self, pair: str, test: str, run: Run, hyp: str, ref: str) -> dict[str, Any]:
         """What identifies a row of the result table, and its translation ``hyp`` of the reference ``ref``
@@ -388,6 +462,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     )
     check_data(data, corpora, config["pairs"])
     backtranslation = parse_backtranslation(config["backtranslation"], config["training"], models, data)
+    distillation = parse_distillation(config["distillation"], models, backtranslation)
     tables = from_dict(TablesConfig, config["tables"], "tables")
     if tables.baseline is not None and tables.baseline not in models:
         raise ConfigError(f"tables.baseline: '{tables.baseline}' is not a key of models")
@@ -399,6 +474,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
         subword=subword,
         models=models,
         backtranslation=backtranslation,
+        distillation=distillation,
         decoding=decoding,
         seeds=tuple(config["seeds"]),
         tables=tables,
@@ -446,6 +522,52 @@ def parse_backtranslation(
         max_sentences=section["max_sentences"],
         chunk_lines=section["chunk_lines"],
         seed=section["seed"],
+    )
+
+
+def parse_distillation(
+    section: dict[str, Any], models: dict[str, Model], backtranslation: Backtranslation
+) -> Distillation | None:
+    """The ``distillation`` section (None without students): the teacher must be a system the experiment trains,
+    the students keys of ``models``, and with ``ctranslate2`` quantizations each student a Transformer decoded
+    greedily or by sampling (what CTranslate2 runs here)."""
+    if not section["students"]:
+        return None
+    teacher, stage = section["teacher"], section["teacher_stage"]
+    if teacher not in models:
+        raise ConfigError(f"distillation.teacher: '{teacher}' is not a key of models (defined: {', '.join(models)})")
+    trained = [BASELINE] + (list(backtranslation.variants) if teacher in backtranslation.models else [])
+    if stage not in trained:
+        raise ConfigError(
+            f"distillation.teacher_stage: '{teacher}' is not trained on stage '{stage}' "
+            f"(its stages: {', '.join(trained)}; a back-translation stage needs it in backtranslation.models)"
+        )
+    decoding = from_dict(DecodeConfig, section["decoding"], "distillation.decoding")
+    quantizations = tuple(section["ctranslate2"])
+    for student in section["students"]:
+        if student not in models:
+            defined = ", ".join(models)
+            raise ConfigError(f"distillation.students: '{student}' is not a key of models (defined: {defined})")
+        if quantizations and models[student].arch != "transformer":
+            raise ConfigError(
+                f"distillation.students: '{student}' is a {models[student].arch}, which cannot be exported to "
+                "CTranslate2 (Transformer only): set distillation.ctranslate2: [] or make the student a transformer"
+            )
+    if quantizations and decoding.method == "beam":
+        raise ConfigError(
+            "distillation.decoding: the CTranslate2 rows decode with method greedy or sample, not beam; "
+            "set distillation.decoding.method to greedy (what Kim and Rush's students use) or ctranslate2: []"
+        )
+    synthetic = {"upsample_real": int(section["with_real"]), **section["filters"]}
+    return Distillation(
+        teacher=teacher,
+        teacher_stage=stage,
+        students=tuple(section["students"]),
+        generation=from_dict(DecodeConfig, section["generation"], "distillation.generation"),
+        decoding=decoding,
+        synthetic=from_dict(SyntheticConfig, synthetic, "distillation.filters"),
+        quantizations=quantizations,
+        chunk_lines=section["chunk_lines"],
     )
 
 

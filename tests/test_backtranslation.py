@@ -18,19 +18,19 @@ from nmt.vocab import BT_TAG
 def test_split_corpus_keeps_every_line_in_order(tmp_path):
     lines = [f"satz {i}" for i in range(250)]
     src = write_lines(tmp_path / "mono.de", lines)
-    assert split_corpus(src, tmp_path / "parts", 100, "de") == 3
+    assert split_corpus([src], tmp_path / "parts", 100, "de") == 3
     parts = sorted((tmp_path / "parts").iterdir())
     assert [p.name for p in parts] == ["0000.de", "0001.de", "0002.de"]
     assert [len(p.read_text().splitlines()) for p in parts] == [100, 100, 50]
     assert [line for p in parts for line in p.read_text().splitlines()] == lines
     assert not list(tmp_path.glob(".parts*.tmp"))
-    assert split_corpus(src, tmp_path / "parts", 200, "de") == 2  # a new split replaces the old parts
+    assert split_corpus([src], tmp_path / "parts", 200, "de") == 2  # a new split replaces the old parts
     assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["0000.de", "0001.de"]
 
 
 def test_split_empty_file_is_an_error(tmp_path):
     with pytest.raises(DataError, match="empty.de: nothing to split"):
-        split_corpus(write_lines(tmp_path / "empty.de", []), tmp_path / "parts", 10, "de")
+        split_corpus([write_lines(tmp_path / "empty.de", [])], tmp_path / "parts", 10, "de")
     assert not list(tmp_path.glob(".parts*.tmp")) and not (tmp_path / "parts").exists()
     assert not (tmp_path / "parts").exists()
 

@@ -17,7 +17,8 @@ from conftest import REPO
 from test_workflow import MIRROR, TINY, needs_mirror, snakemake
 
 from nmt.atomic import remove_stale_temp_files
-from nmt.config import CleanConfig
+from nmt.config import CleanConfig, SyntheticConfig
+from nmt.data.backtranslation import build_synthetic_corpus, split_corpus
 from nmt.data.cleaning import clean_corpus, clean_monolingual, prepare_eval_set
 from nmt.data.download import download
 from nmt.errors import NmtError
@@ -120,6 +121,15 @@ def workflow_text(tmp_path: Path, old: str, new: str) -> str:
     return line
 
 
+def distilled_nothing(tmp_path: Path) -> str:
+    """A distilled corpus of a teacher whose every translation is empty (or a copy of its source)."""
+    source, hyps = write(tmp_path / "src.en", ENGLISH[:4]), write(tmp_path / "hyp.de", ["", "", "", ENGLISH[3]])
+    real = [write(tmp_path / "real.en", ENGLISH)], [write(tmp_path / "real.de", GERMAN)]
+    out = [tmp_path / name for name in ("train.en", "train.de", "report.json")]
+    config = SyntheticConfig(upsample_real=0)
+    return str(build_synthetic_corpus(*real, [hyps], [source], *out, config, generated_side="trg"))
+
+
 TARGET = "results/en-de/{}/baseline/seed1/model/model.pt"
 LATIN1 = b"".join(line.encode("cp1252") + b"\n" for line in GERMAN)
 
@@ -208,10 +218,21 @@ CASES = [
      "config error: config.yaml, line 33, column 1: found character '\\t' that cannot start any token"
      " (YAML indents with spaces; replace the tab)"),
     ("config-bad-indent", lambda t: workflow_text(t, "  lr: 0.002\n", "  lr: 0.002\n   warmup_steps: 5\n"),
-     "config error: config.yaml, line 54, column 16: mapping values are not allowed here"),
+     "config error: config.yaml, line 58, column 16: mapping values are not allowed here"),
+    # Distillation: a teacher the run does not train, a student CTranslate2 cannot run, nothing to distill
+    ("distill-unknown-teacher", lambda t: workflow(t, {"distillation": {"teacher": "nosuch", "students": ["student"]}}),
+     "config error: distillation.teacher: 'nosuch' is not a key of models (defined: convs2s, rnn, student,"),
+    ("distill-untrained-teacher", lambda t: workflow(t, {"distillation": {
+        "teacher": "rnn", "teacher_stage": "bt_beam", "students": ["student"]}}),
+     "config error: distillation.teacher_stage: 'rnn' is not trained on stage 'bt_beam' (its stages: baseline;"),
+    ("distill-student-cannot-export", lambda t: workflow(t, {"distillation": {"students": ["rnn"]}}),
+     "config error: distillation.students: 'rnn' is a rnn, which cannot be exported to CTranslate2"),
+    ("distill-empty-source", lambda t: str(split_corpus([write(t / "train.en", b"")], t / "parts", 10, "en")),
+     "{t}/train.en: nothing to split, the file is empty"),
+    ("distilled-corpus-empty", distilled_nothing, "{t}/hyp.de: no synthetic pair is left after the filters (empty=3,"),
     # Targets the config does not define (snakemake -n TARGET)
     ("unknown-model", lambda t: workflow(t, target=TARGET.format("nosuch")),
-     "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, transformer)"),
+     "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, student, transformer)"),
     ("unknown-pair", lambda t: workflow(t, target=TARGET.replace("en-de", "de-en").format("rnn")),
      "error: 'de-en' is not defined under pairs in the config (defined: en-de)"),
     # A language that no pair has (fr) names the pair too, for a model and for the data before it.

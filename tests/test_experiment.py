@@ -1,6 +1,7 @@
 """nmt.experiment: the experiment a workflow config describes, built and checked without running Snakemake."""
 
 import copy
+import re
 
 import pytest
 import yaml
@@ -27,21 +28,23 @@ def experiment_of(**sections):
 def test_tiny_config_systems_and_runs():
     experiment = experiment_of()
     assert experiment.langs == ["de", "en"] and experiment.pairs == ("en-de",)
-    assert experiment.stages == ["baseline", "bt_beam", "bt_sample_tagged"]
+    assert experiment.stages == ["baseline", "bt_beam", "bt_sample_tagged", "distilled"]
     assert experiment.runs == ["seed1", "seed2", "ensemble"]
     assert experiment.baseline == "transformer"  # no tables.baseline: the first model
     assert experiment.systems == [
         System("transformer", "baseline"),
         System("rnn", "baseline"),
         System("convs2s", "baseline"),
+        System("student", "baseline"),
         System("transformer", "bt_beam"),
         System("transformer", "bt_sample_tagged"),
+        System("student", "distilled"),
     ]
-    assert len(experiment.scored_runs()) == 5 * 3
+    assert len(experiment.scored_runs()) == 7 * 3
     assert experiment.run_seeds("ensemble") == [1, 2] and experiment.run_seeds("seed2") == [2]
     # The paired bootstrap: the baseline's first seed first, its other seed left out, its ensemble tested.
     compared = experiment.compared_runs()
-    assert compared[0] == Run("transformer", "baseline", "seed1") and len(compared) == 1 + 1 + 4 * 3
+    assert compared[0] == Run("transformer", "baseline", "seed1") and len(compared) == 1 + 1 + 6 * 3
     assert Run("transformer", "baseline", "seed2") not in compared
     assert Run("transformer", "baseline", "ensemble") in compared
     # The data column of the result table (as the end-to-end test finds it in scores.csv).
@@ -49,7 +52,55 @@ def test_tiny_config_systems_and_runs():
         "parallel",
         "parallel+bt (beam2)",
         "parallel+bt (sample-top5, tagged, real x2)",
+        "distilled (transformer tiny, beam2)",
     ]
+
+
+def test_distillation_teacher_students_and_their_search():
+    experiment = experiment_of()
+    # The students translate with their own search in every stage; the teacher's translations of the test sets
+    # are the decoding section's, its translations of the training source the generation's.
+    assert experiment.test_decoding("student").method == "greedy"
+    assert experiment.test_decoding("transformer").beam_size == 3
+    assert experiment.distillation.generation.beam_size == 2
+    assert experiment.distillation.export_decoding.runtime == "ctranslate2"
+    assert experiment.teacher_files("en", "de") == [
+        f"results/en-de/transformer/baseline/seed{n}/model/model.pt" for n in (1, 2)
+    ]
+    # Distilled targets only (upsample_real 0) unless with_real; the students' data are never tagged.
+    assert experiment.distillation.synthetic.upsample_real == 0
+    assert not experiment.model_meta("en", "de", "distilled").tagged_bt
+    assert experiment.train_max_length("distilled") == experiment.models["student"].training.max_length
+    mixed = experiment_of(distillation={**TINY["distillation"], "with_real": True})
+    assert mixed.distillation.synthetic.upsample_real == 1
+    assert mixed.describe_data("distilled") == "distilled (transformer tiny, beam2, + parallel)"
+    # The rows of the distillation table: the teacher's ensemble, each student's first seed in torch and exported.
+    assert [(d.role, d.model, d.stage, d.run, d.quantization) for d in experiment.deployed()] == [
+        ("teacher", "transformer", "baseline", "ensemble", None),
+        ("student", "student", "baseline", "seed1", None),
+        ("student", "student", "distilled", "seed1", None),
+        ("student", "student", "distilled", "seed1", "int8"),
+    ]
+    assert experiment_of(distillation={}).distillation is None
+    assert "distilled" not in experiment_of(distillation={}).stages
+
+
+@pytest.mark.parametrize(
+    "distillation, message",
+    [
+        ({"teacher": "nosuch", "students": ["student"]}, "distillation.teacher: 'nosuch' is not a key of models"),
+        ({"teacher_stage": "distilled", "students": ["student"]}, "'transformer' is not trained on stage 'distilled'"),
+        ({"teacher": "rnn", "teacher_stage": "bt_beam", "students": ["student"]}, "(its stages: baseline;"),
+        ({"students": ["nosuch"]}, "distillation.students: 'nosuch' is not a key of models"),
+        ({"students": ["convs2s"]}, "'convs2s' is a convs2s, which cannot be exported to CTranslate2"),
+        ({"students": ["student"], "decoding": {"method": "beam"}}, "with method greedy or sample, not beam"),
+    ],
+)
+def test_distillation_errors_name_the_key(distillation, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        experiment_of(distillation=distillation)
+    # Without CTranslate2 rows, any architecture is a student and beam search its search.
+    experiment_of(distillation={"students": ["convs2s"], "decoding": {"method": "beam"}, "ctranslate2": []})
 
 
 def test_tables_baseline_and_a_single_seed():
@@ -63,7 +114,7 @@ def test_models_with_their_training():
         "t": {"arch": "transformer", "size": "tiny", "d_model": 32, "training": {"max_length": 64, "lr": 0.01}},
         "r": {"arch": "rnn", "size": "tiny", "training": {"threads": 3, "init_from": "old/model"}},
     }
-    experiment = experiment_of(models=models, backtranslation={"models": ["t"]})
+    experiment = experiment_of(models=models, backtranslation={"models": ["t"]}, distillation={})
     t, r = experiment.models["t"], experiment.models["r"]
     assert t.arch == "transformer" and t.config.d_model == 32 and t.config.n_heads == 2  # the preset, overridden
     assert t.options == {"arch": "transformer", "size": "tiny", "d_model": 32}  # what training builds it from
@@ -245,7 +296,7 @@ def test_plain_yaml_switches_and_numbers_are_read_as_the_schema_means():
     assert config["training"] == {"bf16": "on", "lr": 0.001, "max_steps": 1000, "adam_betas": [0.9, 0.98]}
     assert config["decoding"] == {"max_len_a": 2.0} and config["models"]["transformer"]["dropout"] == 0.1
     assert config["data"] == TINY["data"] and config["seeds"] == TINY["seeds"]  # the rest as it was
-    experiment = experiment_of(**config)
+    experiment = experiment_of(**config | {"distillation": {}})
     training = experiment.models["transformer"].training
     assert training.bf16 == "off" and training.lr == 5e-4
     assert experiment.decoding.max_len_a == 2.0

@@ -39,13 +39,20 @@ def planned_jobs(workdir: Path, *overrides: str) -> Counter:
 
 # After the tiny run: a changed setting reruns exactly the jobs that depend on it, and what follows them.
 SCORING = {"score_translations": 0, "significance": 1, "collect_scores": 1, "all": 1}
+# The distillation jobs after a new teacher: its 2 parts, the corpus, the student's export and the table.
+DISTILLED = {
+    "distill_part": 2, "build_distilled_corpus": 1, "binarize_corpus": 1, "export_student": 1, "translate_export": 1,
+    "distillation_table": 1,
+}  # fmt: skip
 RERUNS = {
     # The Transformer's trainings (2 seeds x baseline and 2 variants), their translations (with the ensembles)
+    # ... and as the teacher: its translations of the training source, the students trained on them.
     "models={transformer: {training: {max_steps: 41}}}": {
-        "train_model": 6, "translate_test": 9, **SCORING, "score_translations": 9, "plot_learning_curves": 6,
-        "plot_comparison": 1,
+        "train_model": 8, "translate_test": 12, **SCORING, "score_translations": 12, "plot_learning_curves": 8,
+        "plot_comparison": 1, **DISTILLED,
     },
-    "decoding={beam_size: 4}": {"translate_test": 15, **SCORING, "score_translations": 15},
+    # The students decode with distillation.decoding: only the others' translations (and the teacher's row).
+    "decoding={beam_size: 4}": {"translate_test": 15, **SCORING, "score_translations": 15, "distillation_table": 1},
     # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
         "backtranslate_part": 3, "build_synthetic_corpus": 1, "render_synthetic_report": 1, "binarize_corpus": 1,
@@ -60,19 +67,20 @@ def check_reruns(workdir: Path) -> None:
     for override, jobs in RERUNS.items():
         assert planned_jobs(workdir, override) == Counter(jobs), override
     subword = planned_jobs(workdir, "subword={vocab_size: 301}")
-    assert subword["train_subword"] == 1 and subword["train_model"] == 10 and subword["train_reverse_model"] == 1
+    assert subword["train_subword"] == 1 and subword["train_model"] == 14 and subword["train_reverse_model"] == 1
     assert not subword.keys() & {"download_corpus", "clean_corpus", "clean_monolingual", "split_monolingual"}
     cleaning = planned_jobs(workdir, "cleaning={max_ratio: 8.5}")
-    assert cleaning["clean_corpus"] == 1 and cleaning["clean_monolingual"] == 1 and cleaning["train_model"] == 10
+    assert cleaning["clean_corpus"] == 1 and cleaning["clean_monolingual"] == 1 and cleaning["train_model"] == 14
     assert not cleaning.keys() & {"download_corpus", "prepare_eval_set"}
     # A training corpus's own cleaning key: its cleaning, not the monolingual one's.
     own = planned_jobs(workdir, "corpora={multi30k_train: {cleaning: {max_ratio: 8.5}}}")
-    assert own["clean_corpus"] == 1 and own["render_cleaning_report"] == 1 and own["train_model"] == 10
+    assert own["clean_corpus"] == 1 and own["render_cleaning_report"] == 1 and own["train_model"] == 14
     assert not own.keys() & {"download_corpus", "prepare_eval_set", "clean_monolingual"}
-    # A corpus weight: the trainings on the parallel data (and the reverse model's, hence the variants' corpora
-    # and their binarized sets), but neither the cleaning nor the binarized parallel data.
+    # A corpus weight: the trainings on the parallel data (and the reverse model's, hence the variants' corpora,
+    # and the teacher's, hence the distilled corpus, and their binarized sets), but neither the cleaning nor the
+    # binarized parallel data.
     weight = planned_jobs(workdir, "corpora={multi30k_train: {weight: 2}}")
-    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 10 and weight["binarize_corpus"] == 2
+    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 14 and weight["binarize_corpus"] == 3
     assert not weight.keys() & {"download_corpus", "clean_corpus", "train_subword", "binarize_reverse_corpus"}
     # The job's threads are not a setting of the experiment: fewer cores rerun nothing.
     assert planned_jobs(workdir, "--cores", "1") == Counter()
@@ -289,7 +297,8 @@ def test_a_corpus_cleaning_key_reaches_only_that_corpus_jobs(tmp_path):
 @needs_mirror
 def test_tiny_pipeline_end_to_end(tmp_path):
     """Download, clean, subword, train all three architectures, translate, score and tabulate on 400 real pairs;
-    back-translate 300 German sentences in 3 parts and train the Transformer on two back-translation variants."""
+    back-translate 300 German sentences in 3 parts and train the Transformer on two back-translation variants;
+    distil the Transformer into a smaller student and decode its CTranslate2 int8 export."""
     workdir = tmp_path / "run"
     workdir.mkdir()
     shutil.copy(TINY / "config.yaml", workdir / "config.yaml")
@@ -304,6 +313,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     systems = [
         ("convs2s", "baseline"),
         ("rnn", "baseline"),
+        ("student", "baseline"),
+        ("student", "distilled"),
         ("transformer", "baseline"),
         ("transformer", "bt_beam"),
         ("transformer", "bt_sample_tagged"),
@@ -314,10 +325,13 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     ]
     assert list(table["data"]) == [
         *["parallel"] * 9,
+        *["distilled (transformer tiny, beam2)"] * 3,
+        *["parallel"] * 3,
         *["parallel+bt (beam2)"] * 3,
         *["parallel+bt (sample-top5, tagged, real x2)"] * 3,
     ]
-    assert list(table["arch"]) == list(table["model"]) and set(table["size"]) == {"tiny"}
+    assert list(table["arch"]) == [m.replace("student", "transformer") for m in table["model"]]
+    assert set(table["size"]) == {"tiny"}
     assert set(table["pair"]) == {"en-de"} and set(table["testset"]) == {"test_2016_flickr"}
     # 40 updates of a tiny model: scores are low, some systems may output nothing useful at all.
     assert table["bleu"].between(0, 100).all() and table["chrf"].between(0, 100).all() and table["chrf"].max() > 0
@@ -337,7 +351,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         assert len(hyps.splitlines()) == 1000
     # Per system: mean and sample std over the two seeds, and the ensemble rows.
     summary = pd.read_csv(workdir / "results/tables/summary.csv")
-    assert len(summary) == 10 and list(summary["kind"]).count("ensemble") == 5
+    assert len(summary) == 14 and list(summary["kind"]).count("ensemble") == 7
     rnn = summary[(summary["model"] == "rnn") & (summary["kind"] == "single")].iloc[0]
     bleus = table[(table["model"] == "rnn") & (table["seed"] != "ensemble")]["bleu"]
     assert rnn["bleu_mean"] == pytest.approx(bleus.mean()) and rnn["bleu_std"] == pytest.approx(
@@ -346,7 +360,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     # Paired bootstrap: every run against the baseline's (transformer, the first model) first seed; the
     # baseline's second seed is not tested, its ensemble is.
     tests = json.loads((workdir / "results/en-de/significance/test_2016_flickr.json").read_text())
-    assert len(tests) == 14 * 3 and {t["metric"] for t in tests} == {"bleu", "chrf", "ter"}
+    assert len(tests) == 20 * 3 and {t["metric"] for t in tests} == {"bleu", "chrf", "ter"}
     assert not any("transformer/baseline/seed2" in t["hyp"] for t in tests)
     baseline = "results/en-de/transformer/baseline/seed1/translations/test_2016_flickr.de"
     assert {t["baseline_hyp"] for t in tests} == {baseline}
@@ -356,13 +370,12 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     wide = (workdir / "results/tables/table.md").read_text()
     header = wide.splitlines()[0]
     assert [c.strip() for c in header.strip("|").split("|")] == ["system", "EN-DE BLEU", "EN-DE chrF", "EN-DE TER"]
-    assert len([line for line in wide.splitlines() if line.startswith("| ")]) == 1 + 10
+    assert len([line for line in wide.splitlines() if line.startswith("| ")]) == 1 + 14
     assert "±" in wide and "ensemble" in wide
     assert "\\toprule" in (workdir / "results/tables/table.tex").read_text()
     plots = sorted(p.name for p in (workdir / "results/plots").iterdir())
-    assert plots == sorted(
-        ["en-de.comparison.png", *(f"en-de.{m}.{s}.seed{n}.png" for m, s in systems for n in (1, 2))]
-    )
+    curves = [f"en-de.{m}.{s}.seed{n}.png" for m, s in systems for n in (1, 2)]
+    assert plots == sorted(["distillation.png", "en-de.comparison.png", *curves])
     assert all((workdir / "results/plots" / p).read_bytes().startswith(b"\x89PNG") for p in plots)
     report = (workdir / "results/en-de/data/clean/multi30k_train.report.tsv").read_text().splitlines()
     assert "kept\t400\t" in "\n".join(report) and report[0] == "filter\tpairs\tshare"
@@ -390,11 +403,37 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         assert len(src) == 400 * upsample + report["synthetic_pairs"]
         assert sum(line.startswith("<BT> ") for line in src) == (report["synthetic_pairs"] if report["tagged"] else 0)
     assert "| en-de" in (workdir / "results/tables/scores.md").read_text()
+    check_distillation(workdir)
     # Everything is up to date: a second run has nothing to do.
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
     check_reruns(workdir)
     check_report(workdir)
+
+
+def check_distillation(workdir: Path) -> None:
+    """The teacher translated the 400 training sources in 2 parts, the student learned from its translations
+    alone, and the distillation table has the teacher, the student twice and the student's int8 export."""
+    kd = workdir / "results/en-de/distillation"
+    assert sorted(p.name for p in (kd / "parts").glob("*.en")) == ["0000.en", "0001.en"]
+    assert [len((kd / "teacher" / f"{n}.de").read_text().splitlines()) for n in ("0000", "0001")] == [200, 200]
+    report = json.loads((kd / "report.json").read_text())
+    assert report["real_pairs"] == 0 and report["synthetic_in"] == 400 and not report["tagged"]
+    assert len((kd / "train.en").read_text().splitlines()) == report["synthetic_pairs"] > 0
+    teacher = [line for n in ("0000", "0001") for line in (kd / "teacher" / f"{n}.de").read_text().splitlines()]
+    assert set((kd / "train.de").read_text().splitlines()) <= set(teacher)  # the targets are the teacher's
+    export = workdir / "results/en-de/student/distilled/seed1/ctranslate2/int8"
+    assert (export / "model/model.bin").exists() and (export / "model/src.model").exists()
+    assert len((export / "translations/test_2016_flickr.de").read_text().splitlines()) == 1000
+    table = pd.read_csv(workdir / "results/tables/distillation.csv")
+    assert list(table["system"]) == [
+        "teacher transformer/baseline/ensemble, torch",
+        "student student/baseline/seed1, torch",
+        "student student/distilled/seed1, torch",
+        "student student/distilled/seed1, ctranslate2 int8",
+    ]
+    assert (table["sentences_per_second"] > 0).all() and (table["size_mb"] > 0).all() and table["speedup"][0] == 1
+    assert (workdir / "results/plots/distillation.png").read_bytes().startswith(b"\x89PNG")
 
 
 def report_items(html: str) -> dict[str, dict]:
@@ -424,7 +463,7 @@ def check_report(workdir: Path) -> None:
     pages += [f"results/en-de/backtranslation/{variant}/report.html" for variant in ("bt_beam", "bt_sample_tagged")]
     for page in pages:
         assert items.get(page, {}).get("mime_type") == "text/html", page
-    plots = ["results/plots/en-de.comparison.png"]
+    plots = ["results/plots/en-de.comparison.png", "results/plots/distillation.png"]
     plots += [
         f"results/plots/en-de.{model}.baseline.seed{seed}.png" for model in ("transformer", "rnn") for seed in (1, 2)
     ]
@@ -450,7 +489,8 @@ def check_report(workdir: Path) -> None:
     # The workflow description and the captions (rendered from workflow/report/*.rst).
     captions = ("Neural machine translation experiments", "The main result table, as papers print it",
                 "Paired bootstrap resampling", "back-translation variant bt_sample_tagged",
-                "Learning curves of rnn (baseline)", "monolingual de sample")  # fmt: skip
+                "Learning curves of rnn (baseline)", "monolingual de sample",
+                "Sequence-level knowledge distillation")  # fmt: skip
     for text in captions:
         assert text in html, text
     assert "significant gain" not in html, "† and ‖ mark a direction"
@@ -467,6 +507,7 @@ def test_preempted_training_job_resumes_when_the_command_is_run_again(tmp_path):
     config = yaml.safe_load((TINY / "config.yaml").read_text())
     config["models"] = {"transformer": config["models"]["transformer"]}
     config["backtranslation"] = {"models": []}
+    del config["distillation"]
     config["training"].update(max_steps=150, valid_every=1000, log_every=5, checkpoint_every=1000)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     target = "results/en-de/transformer/baseline/seed1/model/model.pt"

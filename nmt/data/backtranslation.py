@@ -1,5 +1,6 @@
 """Back-translation (Sennrich et al. 2016): split monolingual text for translation, and build the
-synthetic + real training corpus from its translations.
+synthetic + real training corpus from its translations. Knowledge distillation (Kim and Rush 2016) builds its
+corpus with the same two functions, the generated side being the target.
 
 The reverse (target->source) model and the translation itself are the ordinary
 :func:`nmt.training.loop.train` and :func:`nmt.decoding.translation.translate_file`; this module holds what is
@@ -26,29 +27,32 @@ log = logging.getLogger(__name__)
 SYNTHETIC_FILTERS = ("empty", "copy", "repeated_ngram", "ratio", "synthetic_ratio")
 
 
-def split_corpus(path: str | Path, out_dir: str | Path, chunk_lines: int, suffix: str) -> int:
-    """Cut a text file into parts of ``chunk_lines`` lines, ``out_dir/0000.{suffix}``, ``0001.{suffix}``, ...
+def split_corpus(paths: str | Path | list[str | Path], out_dir: str | Path, chunk_lines: int, suffix: str) -> int:
+    """Cut a text file (or several, one after the other) into parts of ``chunk_lines`` lines,
+    ``out_dir/0000.{suffix}``, ``0001.{suffix}``, ...
 
     The directory is written under a temporary name and renamed when complete (replacing an older
     one), so an interrupted split leaves no partial set of parts.
 
     :return: the number of parts
-    :raises DataError: if the file is empty or ``chunk_lines`` < 1
+    :raises DataError: if the files are empty or ``chunk_lines`` < 1
     """
+    paths = [paths] if isinstance(paths, (str, Path)) else paths
+    named = " + ".join(map(str, paths))
     if chunk_lines < 1:
-        raise DataError(f"{path}: chunk_lines must be >= 1, got {chunk_lines}")
+        raise DataError(f"{named}: chunk_lines must be >= 1, got {chunk_lines}")
     parts = 0
-    with atomic_path(out_dir) as tmp, open(path, encoding="utf-8") as lines, ExitStack() as part:
+    with atomic_path(out_dir) as tmp, ExitStack() as part:
         tmp.mkdir()
-        for i, line in enumerate(lines):
+        for i, line in enumerate(_lines(paths)):
             if i % chunk_lines == 0:
                 part.close()
                 f = part.enter_context(open(tmp / f"{parts:04d}.{suffix}", "w", encoding="utf-8"))
                 parts += 1
-            f.write(line)
+            f.write(line + "\n")
         if parts == 0:
-            raise DataError(f"{path}: nothing to split, the file is empty")
-    log.info("split %s into %d parts of at most %d lines", path, parts, chunk_lines)
+            raise DataError(f"{named}: nothing to split, the file is empty")
+    log.info("split %s into %d parts of at most %d lines", named, parts, chunk_lines)
     return parts
 
 
@@ -84,6 +88,7 @@ def build_synthetic_corpus(
     report: str | Path,
     config: SyntheticConfig,
     seed: int = 1,
+    generated_side: str = "src",
 ) -> dict:
     """Write the training corpus of a back-translation system: real pairs plus filtered synthetic pairs.
 
@@ -103,6 +108,8 @@ def build_synthetic_corpus(
     :param src_out: source side of the mixture, written atomically
     :param trg_out: target side of the mixture, written atomically
     :param report: JSON report: real and synthetic pair counts, and the synthetic pairs dropped per filter
+    :param generated_side: ``"trg"`` for a distilled corpus: ``bt_src`` holds the teacher's translations (targets),
+        ``bt_trg`` the source sentences it translated (``config.upsample_real`` 0 leaves the original pairs out)
     :return: the report dict
     :raises DataError: if the real sides, or a translated part and its monolingual part, differ in line count
     """
@@ -133,8 +140,9 @@ def build_synthetic_corpus(
             progress.update(1)
             if keep < passed and rng.random() * (passed - seen) >= keep - chosen:
                 continue  # Algorithm S: take each of the remaining ones with chance (still needed / still left)
-            src_f.write(f"{tag}{hyp}\n")
-            trg_f.write(f"{mono}\n")
+            src, trg = (f"{tag}{hyp}", mono) if generated_side == "src" else (mono, hyp)
+            src_f.write(f"{src}\n")
+            trg_f.write(f"{trg}\n")
             chosen += 1
     result = {
         "real_pairs": real_pairs,

@@ -91,7 +91,7 @@ def plot_learning_curves(
     fig.text(0.5, 0.005, f"{loss_note(label_smoothing)} {validations} ({_every(valid)}).", ha="center",
              va="bottom", fontsize="small", wrap=True)  # fmt: skip
     fig.get_layout_engine().set(rect=(0, 0.08, 1, 0.92))  # room for the note under the panels
-    _save_png(fig, Path(png_path))
+    save_png(fig, Path(png_path))
     return fig
 
 
@@ -159,11 +159,11 @@ def plot_comparison(runs: dict[str, str | Path], png_path: str | Path, title: st
     fig.suptitle(title or "Learning curves of the systems")
     fig.text(0.5, 0.005, COMPARISON_NOTE, ha="center", va="bottom", fontsize="small", wrap=True)
     fig.get_layout_engine().set(rect=(0, 0.06, 1, 0.94))  # room for the note under the panels
-    _save_png(fig, Path(png_path))
+    save_png(fig, Path(png_path))
     return fig
 
 
-def _save_png(fig: Figure, path: Path) -> None:
+def save_png(fig: Figure, path: Path) -> None:
     """Render with Agg to a temp file beside the target and rename, so that readers never see half a PNG."""
     FigureCanvasAgg(fig)
     with atomic_path(path) as tmp:

@@ -12,7 +12,7 @@ from snakemake.utils import update_config, validate
 from nmt.atomic import remove_stale_temp_files
 from nmt.data.download import MIRROR_ENV
 from nmt.errors import ConfigError
-from nmt.experiment import BASELINE, Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
+from nmt.experiment import BASELINE, DISTILLED, Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
 
 
 def check_config(config, schema_path):
@@ -36,6 +36,7 @@ try:
 except ConfigError as e:
     sys.exit(f"config error: {e}")
 BT = EXPERIMENT.backtranslation
+KD = EXPERIMENT.distillation
 # The mirror reaches the download jobs through the environment rather than a param, so switching
 # between a mirror and the internet does not make Snakemake redo the downloads and all that follows.
 if config["mirror"]:
@@ -56,6 +57,7 @@ wildcard_constraints:
     run="|".join(EXPERIMENT.runs),
     variant="|".join(BT.variants),
     part="[0-9]+",
+    quantization="[a-z0-9_]+",
 
 
 def per_attempt(base):
@@ -139,7 +141,9 @@ def get_corpus_files(role, side):
         pair, lang, stage = get_pair(wildcards), getattr(wildcards, side), getattr(wildcards, "stage", "baseline")
         if role == "dev":
             return f"results/{pair}/data/eval/{EXPERIMENT.data.dev}.{lang}"
-        if stage != "baseline":
+        if stage == DISTILLED:
+            return [f"results/{pair}/distillation/train.{lang}"]
+        if stage != BASELINE:
             return [f"results/{pair}/backtranslation/{stage}/train.{lang}"]
         return [f"results/{pair}/data/clean/{name}.{lang}" for name in EXPERIMENT.data.train]
 
@@ -164,6 +168,57 @@ def get_bt_parts(wildcards):
     return {
         "bt_trg": [f"{parts_dir}/{part}.{wildcards.trg}" for part in parts],
         "bt_src": [f"{folder}/{part}.{wildcards.src}" for part in parts],
+    }
+
+
+def get_distill_parts(wildcards):
+    """Input function (after the split checkpoint): the parts of the training source and the teacher's translations."""
+    parts_dir = checkpoints.split_distillation_source.get(src=wildcards.src, trg=wildcards.trg).output.parts
+    parts = sorted(glob_wildcards(f"{parts_dir}/{{part}}.{wildcards.src}").part)
+    folder = f"results/{wildcards.src}-{wildcards.trg}/distillation/teacher"
+    return {
+        "source": [f"{parts_dir}/{part}.{wildcards.src}" for part in parts],
+        "teacher": [f"{folder}/{part}.{wildcards.trg}" for part in parts],
+    }
+
+
+def distillation(name):
+    """Param function: a setting of the distillation section (asked only of the jobs of a config with students)."""
+    return lambda wildcards: plain(getattr(KD, name))
+
+
+def deployed_files(pair, test, row):
+    """A row of the distillation table: its translation of ``test``, the benchmark of the job that made it, and
+    its model files (the ensemble's, one per seed)."""
+    trg = pair.split("-")[1]
+    if row.quantization is None:
+        folder, name = f"results/{pair}/{row.model}/{row.stage}", f"{pair}.{row.model}.{row.stage}.{row.run}.{test}"
+        models = [f"{folder}/seed{seed}/model/model.pt" for seed in EXPERIMENT.run_seeds(row.run)]
+        return f"{folder}/{row.run}/translations/{test}.{trg}", f"results/benchmarks/translate_test/{name}.tsv", models
+    folder = f"results/{pair}/{row.model}/{row.stage}/{row.run}/ctranslate2/{row.quantization}"
+    name = f"{pair}.{row.model}.{row.run}.{row.quantization}.{test}"
+    return f"{folder}/translations/{test}.{trg}", f"results/benchmarks/translate_export/{name}.tsv", [f"{folder}/model/model.bin"]
+
+
+def get_deployment_rows(wildcards):
+    """The distillation table's rows per pair and test set: what identifies each, its files, and the reference."""
+    rows = []
+    for pair in EXPERIMENT.pairs:
+        for test in EXPERIMENT.data.test:
+            for row in EXPERIMENT.deployed():
+                hyp, benchmark, models = deployed_files(pair, test, row)
+                ref = f"results/{pair}/data/eval/{test}.{pair.split('-')[1]}"
+                rows.append({**plain(row), "pair": pair, "test": test, "hyp": hyp, "benchmark": benchmark, "models": models, "ref": ref})
+    return rows
+
+
+def get_deployment_files(wildcards):
+    rows = get_deployment_rows(wildcards)
+    return {
+        "hyps": [row["hyp"] for row in rows],
+        "benchmarks": [row["benchmark"] for row in rows],
+        "models": sorted({model for row in rows for model in row["models"]}),
+        "refs": sorted({row["ref"] for row in rows}),
     }
 
 

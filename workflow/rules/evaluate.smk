@@ -17,7 +17,7 @@ rule translate_test:
     output:
         hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
     params:
-        decoding=plain(EXPERIMENT.decoding),
+        decoding=ask(EXPERIMENT.test_decoding, "model"),
     log:
         "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.log",
     benchmark:

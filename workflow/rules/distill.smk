@@ -1,0 +1,142 @@
+# Distillation stage (Kim and Rush 2016): the teacher system translates the cleaned training source in parts (a
+# checkpoint splits it, as for back-translation), the distilled corpus is built from its translations, and
+# train_model trains the students on it ({stage} = distilled). Each student's first seed is exported to CTranslate2
+# and decoded there, and one table puts teacher and students side by side in quality, speed and size.
+
+
+localrules:
+    distillation_table,
+
+
+# Cut the cleaned training source into parts of chunk_lines lines; their number is known only afterwards.
+checkpoint split_distillation_source:
+    input:
+        text=get_corpus_files("train", "src"),
+    output:
+        parts=directory("results/{src}-{trg}/distillation/parts"),
+    params:
+        chunk_lines=distillation("chunk_lines"),
+    log:
+        "results/logs/split_distillation_source/{src}-{trg}.log",
+    priority: 10
+    resources:
+        mem_mb=per_attempt(1000),
+        runtime=per_attempt(15),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/split_distillation_source.py"
+
+
+# Translate one part with the teacher (its seeds' models as an ensemble when there are several).
+rule distill_part:
+    input:
+        models=ask(EXPERIMENT.teacher_files, "src", "trg"),
+        src="results/{src}-{trg}/distillation/parts/{part}.{src}",
+    output:
+        hyp="results/{src}-{trg}/distillation/teacher/{part}.{trg}",
+    params:
+        decoding=distillation("generation"),
+    log:
+        "results/logs/distill_part/{src}-{trg}.{part}.log",
+    benchmark:
+        "results/benchmarks/distill_part/{src}-{trg}.{part}.tsv"
+    threads: data_threads(8)
+    priority: 10  # the students wait for it
+    resources:
+        mem_mb=per_attempt(8000),
+        runtime=per_attempt(120),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/translate_test.py"
+
+
+# Pair the training source with the teacher's translations (dropping degenerate ones), optionally with the real pairs.
+rule build_distilled_corpus:
+    input:
+        unpack(get_distill_parts),
+        real_src=get_corpus_files("train", "src"),
+        real_trg=get_corpus_files("train", "trg"),
+    output:
+        src="results/{src}-{trg}/distillation/train.{src}",
+        trg="results/{src}-{trg}/distillation/train.{trg}",
+        report="results/{src}-{trg}/distillation/report.json",
+    params:
+        synthetic=distillation("synthetic"),
+    log:
+        "results/logs/build_distilled_corpus/{src}-{trg}.log",
+    priority: 10
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(60),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/build_distilled_corpus.py"
+
+
+# Export a distilled student to CTranslate2 with one weight type (float32, int8, ...).
+rule export_student:
+    input:
+        model="results/{src}-{trg}/{model}/distilled/seed{seed}/model/model.pt",
+    output:
+        model="results/{src}-{trg}/{model}/distilled/seed{seed}/ctranslate2/{quantization}/model/model.bin",
+    log:
+        "results/logs/export_student/{src}-{trg}.{model}.seed{seed}.{quantization}.log",
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(30),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/export_student.py"
+
+
+# Translate one test set with a student's CTranslate2 export, with the students' search; timed like translate_test.
+rule translate_export:
+    input:
+        models=["results/{src}-{trg}/{model}/distilled/seed{seed}/ctranslate2/{quantization}/model/model.bin"],
+        src="results/{src}-{trg}/data/eval/{test}.{src}",
+    output:
+        hyp="results/{src}-{trg}/{model}/distilled/seed{seed}/ctranslate2/{quantization}/translations/{test}.{trg}",
+    params:
+        decoding=distillation("export_decoding"),
+    log:
+        "results/logs/translate_export/{src}-{trg}.{model}.seed{seed}.{quantization}.{test}.log",
+    benchmark:
+        "results/benchmarks/translate_export/{src}-{trg}.{model}.seed{seed}.{quantization}.{test}.tsv"
+    threads: data_threads(8)
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(60),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/translate_test.py"
+
+
+# Teacher and students in one table per pair and test set: BLEU/chrF/TER with significance against the teacher,
+# sentences per second of the whole decoding process, model size on disk; and a plot of quality against speed.
+rule distillation_table:
+    input:
+        unpack(get_deployment_files),
+    output:
+        csv="results/tables/distillation.csv",
+        md="results/tables/distillation.md",
+        png=report(
+            "results/plots/distillation.png",
+            caption="../report/distillation.rst",
+            category="Results",
+            labels={"table": "5. distillation: quality, speed and size"},
+        ),
+    params:
+        rows=get_deployment_rows,
+        n_samples=EXPERIMENT.tables.bootstrap_samples,
+        seed=EXPERIMENT.tables.bootstrap_seed,
+    log:
+        "results/logs/distillation_table/distillation_table.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/distillation_table.py"
