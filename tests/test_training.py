@@ -353,6 +353,18 @@ def test_resume_after_kill_9_continues_exactly(toy_corpus, toy_spm, tmp_path):
         torch.testing.assert_close(x["exp_avg_sq"], y["exp_avg_sq"], rtol=0, atol=0)
 
 
+def test_a_resume_between_log_lines_logs_the_loss_of_the_whole_interval(toy_corpus, toy_spm, tmp_path):
+    """A run stopped between two log lines (SIGTERM saves last.pt at any step) and resumed logs at the next line the
+    mean loss of every update since the line before, as an uninterrupted run does, not of those after the resume."""
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    run_training(toy_corpus, toy_spm, straight, max_steps=40, valid_every=1000, log_every=10)
+    run_training(toy_corpus, toy_spm, resumed, max_steps=15, valid_every=1000, log_every=10)
+    run_training(toy_corpus, toy_spm, resumed, max_steps=40, valid_every=1000, log_every=10)
+    assert_same_curves(straight, resumed, valid=False)  # the first run validated at its max_steps 15
+    logs = [load_checkpoint(run / "checkpoints/last.pt")["train_log"] for run in (straight, resumed)]
+    assert [{**r, "tokens_per_second": 0} for r in logs[0]] == [{**r, "tokens_per_second": 0} for r in logs[1]]
+
+
 def read_tsv(path):
     header, *rows = path.read_text().splitlines()
     return [dict(zip(header.split("\t"), row.split("\t"), strict=True)) for row in rows]

@@ -209,7 +209,8 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     config, progress = trainer.config, state.progress
     state.model.train()
     done = progress["bad_evals"] >= config.patience or spent(progress, config) >= 1 or is_annealed_out(progress, config)
-    window = {"loss": 0.0, "tokens": 0, "start": time.perf_counter()}  # since the last log line
+    window = state.window  # since the last log line
+    window["start"] = time.perf_counter()
     while not done and progress["epoch"] <= config.max_epochs:
         sample = weighted_epoch(trainer.data.parts, config.corpus_weights, config.seed, progress["epoch"])
         batches = token_batches(

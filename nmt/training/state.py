@@ -40,7 +40,9 @@ class TrainState:
     so it needs no state of its own. The loss scaler of float16 training lowers its scale after an
     overflow and raises it after a run of good updates (:func:`nmt.device.grad_scaler`); a disabled one
     has no state. ``history`` and ``train_log`` are the rows of ``valid.tsv`` and ``train.tsv``, which a
-    resumed run writes anew (:class:`nmt.training.curves.Curves`).
+    resumed run writes anew (:class:`nmt.training.curves.Curves`). ``window`` sums this process's training loss
+    and the target tokens (of all processes) since the last log line: a run stopped between two lines (SIGTERM
+    saves at any step) logs at the next one the mean over the same updates as an uninterrupted run.
     """
 
     model: Seq2Seq
@@ -49,6 +51,7 @@ class TrainState:
     progress: dict[str, Any] = field(default_factory=new_progress)
     history: list[dict[str, Any]] = field(default_factory=list)  # validations
     train_log: list[dict[str, Any]] = field(default_factory=list)  # training loss every log_every updates
+    window: dict[str, float] = field(default_factory=lambda: {"loss": 0.0, "tokens": 0})  # since the last log line
     saved_step: int = -1  # of the checkpoint last written or read: the one a new step's save keeps as previous
 
     def weights(self) -> dict[str, Any]:
@@ -61,6 +64,7 @@ class TrainState:
         A collective (the random states are gathered): every process calls it at the same step.
         """
         rng = world.gather(_rng_state())
+        window = {"loss": world.gather(self.window["loss"]), "tokens": self.window["tokens"]}  # a loss per process
         if world.is_main:
             save_checkpoint(
                 path,
@@ -72,6 +76,7 @@ class TrainState:
                     "history": self.history,
                     "train_log": self.train_log,
                     "rng": rng,
+                    "window": window,
                     "spec": self.model.spec,
                 },
                 keep_previous=self.saved_step != self.progress["step"],
@@ -117,6 +122,8 @@ class TrainState:
             self.scaler.load_state_dict(ckpt["scaler"])
         self.progress = {**self.progress, **ckpt["progress"]}  # checkpoints of older versions lack some counters
         self.history, self.train_log = ckpt["history"], ckpt.get("train_log", [])
+        if "window" in ckpt:  # older checkpoints: the first log line after the resume averages fewer updates
+            self.window.update(loss=_own_loss(ckpt["window"]["loss"], world), tokens=ckpt["window"]["tokens"])
         self.saved_step = self.progress["step"]
         rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
         if len(rng) == world.size:
@@ -134,6 +141,14 @@ class TrainState:
         """Keep the weights of this step for averaging (:func:`nmt.checkpoint.save_snapshot`)."""
         step = self.progress["step"]
         save_snapshot(ckpt_dir, step, {**self.weights(), "step": step}, keep, every)
+
+
+def _own_loss(losses: list[float], world: World) -> float:
+    """This process's part of the saved window loss; with another number of processes, rank 0 takes their sum
+    (log lines add the processes' parts)."""
+    if len(losses) == world.size:
+        return losses[world.rank]
+    return sum(losses) if world.is_main else 0.0
 
 
 def _rng_state() -> dict[str, Any]:
