@@ -1,7 +1,7 @@
 """The benchmarks on quick inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its
 synthetic task, ours only, the search-quality report (benchmarks/search_quality.py) of the toy model, and
-the back-translation speed of the toy model (benchmarks/backtranslation_speed.py) and the WMT-scale
-rehearsal (benchmarks/scale.py) on 50,000 pairs.
+the back-translation speed of the toy model (benchmarks/backtranslation_speed.py), the WMT-scale
+rehearsal (benchmarks/scale.py) on 50,000 pairs, and the kills of benchmarks/chaos.py on a quick pipeline.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
 harness's measurement, data preparation and tables are the same code for every system.
@@ -13,8 +13,10 @@ import subprocess
 import sys
 
 import pytest
+import torch
 import yaml
 from conftest import MIRROR, REPO
+from test_workflow import needs_mirror
 
 from nmt.data.binarize import BinarizedData
 from nmt.data.subword import load_subword
@@ -189,3 +191,68 @@ def test_budget_tabulates_and_plots_the_learning_curves_of_runs(trained_model, t
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == [
         "--run c=lstm: 'lstm' is not a model of config.yaml (transformer, rnn, convs2s)"
     ]
+
+
+def import_chaos():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import chaos
+    finally:
+        sys.path.pop(0)
+    return chaos
+
+
+# Two outputs of one name (suffix, content of a reference and of another run) and whether chaos.py calls them the
+# same: wall time (TIMING) is left out, nothing else.
+SAME_BUT_FOR_TIME = [
+    (".json", '{"bleu": 1.0, "train_seconds": 3.1}', '{"bleu": 1.0, "train_seconds": 9.0}', True),
+    (".json", '{"bleu": 1.0, "valid": {"seconds": 3}}', '{"bleu": 1.5, "valid": {"seconds": 3}}', False),
+    (".tsv", "step\tloss\ttokens_per_second\n10\t6.2\t900\n", "step\tloss\ttokens_per_second\n10\t6.2\t80\n", True),
+    (".tsv", "step\tloss\ttokens_per_second\n10\t6.2\t900\n", "step\tloss\ttokens_per_second\n10\t6.1\t900\n", False),
+    (".md", "| bleu | train_seconds |\n|--:|--:|\n| 3.5 | 11.5 |\n",
+     "| bleu | train_seconds |\n|--:|--:|\n| 3.5 | 9 |\n", True),
+    (".md", "| bleu | train_seconds |\n| 3.5 | 11.5 |\n", "| bleu | train_seconds |\n| 3.6 | 11.5 |\n", False),
+    (".html", "<p>x</p><table><tr><th>bleu</th><th>seconds</th></tr><tr><td>1</td><td>2</td></tr></table>",
+     "<p>x</p><table><tr><th>bleu</th><th>seconds</th></tr><tr><td>1</td><td>7</td></tr></table>", True),
+    (".html", "<p>x</p><table><tr><th>bleu</th></tr><tr><td>1</td></tr></table>",
+     "<p>y</p><table><tr><th>bleu</th></tr><tr><td>1</td></tr></table>", False),
+    (".html", '<p><img src="data:image/png;base64,iVBO"></p>', '<p><img src="data:image/png;base64,iVBP"></p>', False),
+    (".de", "ein Hund\n", "ein Hund \n", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("suffix", "ours", "theirs", "same"), SAME_BUT_FOR_TIME)
+def test_chaos_compares_outputs_without_their_wall_time(tmp_path, suffix, ours, theirs, same):
+    chaos = import_chaos()
+    (tmp_path / f"a{suffix}").write_text(ours)
+    (tmp_path / f"b{suffix}").write_text(theirs)
+    assert chaos.is_same(tmp_path / f"a{suffix}", tmp_path / f"b{suffix}") == same
+
+
+def test_chaos_compares_checkpoints_tensor_by_tensor(tmp_path):
+    """Equal checkpoints never have equal bytes (torch names the zip records after the file); one changed element,
+    or a changed dtype, differs."""
+    chaos = import_chaos()
+    weights = {"w": torch.arange(6.0), "progress": {"step": 4, "train_seconds": 1.5}}
+    nudged = torch.arange(6.0)
+    nudged[5] = nudged[5].nextafter(torch.tensor(9.0))  # the next float32
+    torch.save(weights, tmp_path / "a.pt")
+    torch.save({**weights, "progress": {"step": 4, "train_seconds": 7.0}}, tmp_path / "other_name.pt")
+    torch.save({**weights, "w": nudged}, tmp_path / "nudged.pt")
+    torch.save({**weights, "w": torch.arange(6.0).double()}, tmp_path / "double.pt")
+    assert chaos.is_same(tmp_path / "a.pt", tmp_path / "other_name.pt")
+    assert not chaos.is_same(tmp_path / "a.pt", tmp_path / "nudged.pt")
+    assert not chaos.is_same(tmp_path / "a.pt", tmp_path / "double.pt")
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_chaos_kills_a_run_three_times_and_it_ends_as_the_uninterrupted_run(tmp_path):
+    """benchmarks/chaos.py on a quick pipeline (the corpora's first 500 lines, 10 updates per training): a run whose
+    Snakemake and jobs are killed (SIGKILL) three times, each time recovered with the command of docs/cluster.md,
+    ends with every output equal to the uninterrupted run's."""
+    chaos = import_chaos()
+    config = chaos.chaos_config(max_steps=10, models=("transformer",))
+    mirror = chaos.truncated_mirror(MIRROR, config, 500, tmp_path / "mirror")
+    outcomes = chaos.run_chaos(tmp_path, mirror, config, runs=1, kills_per_run=3, seed=1)
+    assert outcomes[0]["kills"] and all(map(chaos.is_identical, outcomes)), outcomes

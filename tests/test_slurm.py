@@ -5,13 +5,15 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 from conftest import MIRROR, REPO
-from test_workflow import TINY, needs_mirror, snakemake
+from test_workflow import SNAKEMAKE, TINY, needs_mirror, snakemake
 
 SLURM_SCRIPTS = REPO.parent / "shared" / "slurm"
 GPU_RULES = {"train_model", "translate_test"}
@@ -87,6 +89,30 @@ def minutes(limit: str) -> int:
     return (int(days or 0) * 24 + int(hours)) * 60 + int(mins)
 
 
+def slurm_options(slurm_node: dict[str, int]) -> list[str]:
+    """profiles/slurm with what the test cluster needs: no accounting (sacct fails), quick answers, one small node."""
+    return [
+        "--workflow-profile", str(REPO / "profiles" / "slurm"), "--slurm-status-command", "squeue",
+        "--slurm-init-seconds-before-status-checks", "2", "--max-threads", str(slurm_node["cpus"]),
+        "--resources", f"mem_mb={slurm_node['mem_mb']}",
+    ]  # fmt: skip
+
+
+def export_to_jobs(monkeypatch) -> None:
+    """Jobs start `python -m snakemake` on the node with this environment (sbatch --export=ALL): this Python, and
+    the nmt of this clone."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+
+
+def wait_for(condition, what: str, timeout: float = 300):
+    """Poll ``condition`` until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
 @pytest.mark.slow
 @needs_mirror
 def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
@@ -102,25 +128,8 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     config["training"].update(max_steps=20, valid_every=20)
     config["decoding"] = {"method": "greedy", "batch_size": 200}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
-    # Jobs start `python -m snakemake` on the node with this environment (sbatch --export=ALL).
-    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    out = snakemake(
-        "--workflow-profile",
-        str(REPO / "profiles" / "slurm"),
-        # The test cluster has no accounting (sacct fails), answers at once, and is one small node.
-        "--slurm-status-command",
-        "squeue",
-        "--slurm-init-seconds-before-status-checks",
-        "2",
-        "--max-threads",
-        str(slurm_node["cpus"]),
-        "--resources",
-        f"mem_mb={slurm_node['mem_mb']}",
-        "--config",
-        f"mirror={MIRROR}",
-        workdir=workdir,
-    )
+    export_to_jobs(monkeypatch)
+    out = snakemake(*slurm_options(slurm_node), "--config", f"mirror={MIRROR}", workdir=workdir)
     assert out.returncode == 0, out.stderr[-3000:]
     table = pd.read_csv(workdir / "results/tables/scores.csv")
     assert list(zip(table["model"], table["stage"], table["testset"], strict=True)) == [
@@ -156,3 +165,53 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     assert GPU_RULES < set(jobs), f"SLURM lists no GPU or no CPU job of the run: {listed}"
     # Each rule's own time limit (per_attempt in common.smk) reached sbatch: hours for training.
     assert minutes(jobs["train_model"]["TimeLimit"]) > minutes(jobs["translate_test"]["TimeLimit"]), jobs
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_a_requeued_training_job_resumes_from_its_checkpoint(slurm_node, tmp_path, monkeypatch):
+    """``scontrol requeue`` of a running training job (what preemption and a failed node do): SLURM sends SIGTERM,
+    which saves last.pt, and starts the job again under the same id; Snakemake waits for it through PENDING, the
+    training resumes from its checkpoint, and the model equals an uninterrupted run's, tensor by tensor."""
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    config["models"] = {"transformer": config["models"]["transformer"]}
+    config["backtranslation"] = {"models": []}
+    del config["data"]["mono"], config["corpora"]["multi30k_mono1"]
+    config["seeds"] = [1]
+    config["cleaning"]["langid"] = False  # most of the data preparation's time, which this test does not check
+    # One thread everywhere: the arithmetic, hence the model, does not depend on where the job runs.
+    config["training"].update(threads=1, max_steps=150, valid_every=1000, log_every=5, checkpoint_every=10)
+    workdir, straight = tmp_path / "slurm", tmp_path / "straight"
+    workdir.mkdir()
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    model_dir = "results/en-de/transformer/baseline/seed1/model"
+    target = [f"{model_dir}/model.pt", "--config", f"mirror={MIRROR}"]
+    # The training's inputs locally, once; then the same training here without SLURM, and on SLURM.
+    prepared = snakemake(*target, "--cores", "2", "--omit-from", "train_model", workdir=workdir)
+    assert prepared.returncode == 0, prepared.stderr[-3000:]
+    shutil.copytree(workdir, straight)
+    local = subprocess.Popen([*SNAKEMAKE, "--directory", str(straight), *target, "--cores", "1"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    export_to_jobs(monkeypatch)
+    submitted = subprocess.Popen([*SNAKEMAKE, "--directory", str(workdir), *target, *slurm_options(slurm_node)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    log = workdir / "results/logs/train_model/en-de.transformer.baseline.seed1.log"
+    wait_for(lambda: log.exists() and "checkpoint at step" in log.read_text(), "a checkpoint of the SLURM job")
+    (job_id, job), *others = slurm_jobs(workdir).items()
+    assert not others and job["JobState"] == "RUNNING", (job, others)
+    requeue = subprocess.run(["scontrol", "requeue", job_id], capture_output=True, text=True, timeout=30)
+    assert requeue.returncode == 0, requeue.stderr
+    wait_for(lambda: slurm_jobs(workdir)[job_id]["JobState"] == "PENDING", "the requeued job to be pending")
+    stopped = re.search(r"training stopped by signal 15 at step (\d+)", log.read_text())
+    assert stopped, log.read_text()[-3000:]  # read now: Snakemake removes a job's log before it runs it again
+    # SLURM holds a requeued job for about 2 minutes (its BeginTime); an administrator's release, to save them.
+    subprocess.run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"], check=True, timeout=30)
+    _, err = submitted.communicate(timeout=600)
+    assert submitted.returncode == 0, err[-3000:]
+    again = slurm_jobs(workdir)[job_id]
+    assert again["Restarts"] == "1" and again["StartTime"] > job["StartTime"] and again["JobState"] == "COMPLETED"
+    assert f"resumed from {model_dir}/checkpoints/last.pt at step {stopped[1]} " in log.read_text()
+    _, err = local.communicate(timeout=600)
+    assert local.returncode == 0, err[-3000:]
+    ours, theirs = (torch.load(w / model_dir / "model.pt", weights_only=True)["model"] for w in (workdir, straight))
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[name], theirs[name]) for name in ours)
