@@ -38,7 +38,7 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (DecodeConfig, {"beam_size": 0}, "train.beam_size: must be > 0"),
         (DecodeConfig, {"method": "nucleus"}, "train.method: 'nucleus' is not one of 'beam', 'greedy', 'sample'"),
         (DecodeConfig, {"sampling_topk": -1}, "train.sampling_topk: must be >= 0"),
-        (SyntheticConfig, {"upsample_real": 0}, "train.upsample_real: must be > 0"),
+        (SyntheticConfig, {"upsample_real": -1}, "train.upsample_real: must be >= 0"),  # 0: a distilled corpus alone
         (SyntheticConfig, {"tag": True}, "train: unknown key 'tag'"),
         (CorpusConfig, {"importer": "hf"}, "train.importer: 'hf' is not one of 'url', 'local', 'opus', 'sacrebleu'"),
         (CorpusConfig, {"importer": "sacrebleu", "test_set": "wmt14"}, "importer 'sacrebleu' needs the key 'langpair'"),
