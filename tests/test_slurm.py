@@ -89,6 +89,17 @@ def minutes(limit: str) -> int:
     return (int(days or 0) * 24 + int(hours)) * 60 + int(mins)
 
 
+def tiny_transformer_config() -> dict:
+    """The tiny config's Transformer alone, one seed: no back-translation, no distillation, no monolingual data."""
+    config = yaml.safe_load((TINY / "config.yaml").read_text())
+    config["models"] = {"transformer": config["models"]["transformer"]}
+    config["backtranslation"] = {"models": []}
+    config.pop("distillation", None)
+    del config["data"]["mono"], config["corpora"]["multi30k_mono1"]
+    config["seeds"] = [1]
+    return config
+
+
 def slurm_options(slurm_node: dict[str, int]) -> list[str]:
     """profiles/slurm with what the test cluster needs: no accounting (sacct fails), quick answers, one small node."""
     return [
@@ -120,11 +131,7 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     training and translation as SLURM jobs, and training and translation ask SLURM for a GPU."""
     workdir = tmp_path / "run"
     workdir.mkdir()
-    config = yaml.safe_load((TINY / "config.yaml").read_text())
-    config["models"] = {"transformer": config["models"]["transformer"]}
-    config["backtranslation"] = {"models": []}
-    del config["data"]["mono"], config["corpora"]["multi30k_mono1"]
-    config["seeds"] = [1]
+    config = tiny_transformer_config()
     config["training"].update(max_steps=20, valid_every=20)
     config["decoding"] = {"method": "greedy", "batch_size": 200}
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
@@ -173,11 +180,7 @@ def test_a_requeued_training_job_resumes_from_its_checkpoint(slurm_node, tmp_pat
     """``scontrol requeue`` of a running training job (what preemption and a failed node do): SLURM sends SIGTERM,
     which saves last.pt, and starts the job again under the same id; Snakemake waits for it through PENDING, the
     training resumes from its checkpoint, and the model equals an uninterrupted run's, tensor by tensor."""
-    config = yaml.safe_load((TINY / "config.yaml").read_text())
-    config["models"] = {"transformer": config["models"]["transformer"]}
-    config["backtranslation"] = {"models": []}
-    del config["data"]["mono"], config["corpora"]["multi30k_mono1"]
-    config["seeds"] = [1]
+    config = tiny_transformer_config()
     config["cleaning"]["langid"] = False  # most of the data preparation's time, which this test does not check
     # One thread everywhere: the arithmetic, hence the model, does not depend on where the job runs.
     config["training"].update(threads=1, max_steps=150, valid_every=1000, log_every=5, checkpoint_every=10)
