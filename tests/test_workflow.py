@@ -109,9 +109,11 @@ def test_presets_validate_and_dry_run(tmp_path, preset):
     assert out.returncode == 0, out.stderr[-2000:]
     for rule in ("download_corpus", "clean_corpus", "train_model", "significance", "collect_scores"):
         assert rule in out.stdout
-    if preset.stem.startswith("wmt14"):  # statmt.org archives, reference figures from the papers
-        assert "fetch_archive" in out.stdout
+    if preset.stem.startswith("wmt14"):  # statmt.org archives, reference figures from the papers, a student
+        assert "fetch_archive" in out.stdout and "split_distillation_source" in out.stdout
         assert yaml.safe_load(preset.read_text())["tables"]["published"]
+    elif preset.stem == "multi30k_distill":  # the teacher, the student on the parallel data and on the distilled
+        assert "split_distillation_source" in out.stdout and out.stdout.count("rule train_model:") == 3
     else:  # Multi30k en-de and en-fr: Table I's shape on a CPU
         assert yaml.safe_load(preset.read_text())["pairs"] == ["en-de", "en-fr"]
         assert out.stdout.count("rule train_model:") == 6
@@ -162,10 +164,10 @@ def test_config_errors_name_the_key(tmp_path, override, message):
 @pytest.mark.parametrize(
     "override, train_jobs",
     [
-        # 3 models and 2 back-translation variants of the Transformer, per seed
-        ("seeds=[1, 2, 3]", 5 * 3),
-        ("training={max_steps: 100}", 5 * 2),
-        ("models={t: {arch: transformer, size: tiny, d_model: 32}}", 6 * 2),
+        # 4 models, 2 back-translation variants of the Transformer and the distilled student, per seed
+        ("seeds=[1, 2, 3]", 7 * 3),
+        ("training={max_steps: 100}", 7 * 2),
+        ("models={t: {arch: transformer, size: tiny, d_model: 32}}", 8 * 2),
     ],
 )
 def test_nested_config_overrides(tmp_path, override, train_jobs):
@@ -185,7 +187,7 @@ def test_training_threads_set_how_many_trainings_share_the_cores(tmp_path):
     jobs = re.findall(r"^rule (?:train_model|train_reverse_model):\n((?:    .*\n)+)", out.stdout, re.M)
     # A dry run names a job's threads when there are more than one.
     found = {(re.findall(r"^    threads: (\d+)$", job, re.M) or ["1"])[0] for job in jobs}
-    assert len(jobs) == 5 * 2 and found == {"1"}, jobs  # the reverse model: once the split checkpoint ran
+    assert len(jobs) == 7 * 2 and found == {"1"}, jobs  # the reverse model: once the split checkpoint ran
 
 
 @pytest.mark.parametrize(
@@ -212,7 +214,7 @@ def test_plain_yaml_switches_and_numbers(tmp_path):
     overrides = ["decoding={max_len_a: 2e0}", "models={rnn: {arch: rnn, size: tiny, training: {bf16: on, lr: 5e-4}}}"]
     out = snakemake("-n", "--config", *overrides, workdir=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.count("rule train_model:") == 5 * 2
+    assert out.stdout.count("rule train_model:") == 7 * 2
 
 
 @needs_mirror
