@@ -160,10 +160,15 @@ def get_report_pages():
     return pages
 
 
+def split_parts(checkpoint, wildcards, lang):
+    """The folder a split checkpoint of the pair wrote, and the names of its parts (0000, 0001, ...)."""
+    parts_dir = checkpoint.get(src=wildcards.src, trg=wildcards.trg).output.parts
+    return parts_dir, sorted(glob_wildcards(f"{parts_dir}/{{part}}.{lang}").part)
+
+
 def get_bt_parts(wildcards):
     """Input function (after the split checkpoint): the monolingual parts and their back-translations."""
-    parts_dir = checkpoints.split_monolingual.get(src=wildcards.src, trg=wildcards.trg).output.parts
-    parts = sorted(glob_wildcards(f"{parts_dir}/{{part}}.{wildcards.trg}").part)
+    parts_dir, parts = split_parts(checkpoints.split_monolingual, wildcards, wildcards.trg)
     folder = f"results/{wildcards.src}-{wildcards.trg}/backtranslation/{wildcards.variant}/parts"
     return {
         "bt_trg": [f"{parts_dir}/{part}.{wildcards.trg}" for part in parts],
@@ -173,8 +178,7 @@ def get_bt_parts(wildcards):
 
 def get_distill_parts(wildcards):
     """Input function (after the split checkpoint): the parts of the training source and the teacher's translations."""
-    parts_dir = checkpoints.split_distillation_source.get(src=wildcards.src, trg=wildcards.trg).output.parts
-    parts = sorted(glob_wildcards(f"{parts_dir}/{{part}}.{wildcards.src}").part)
+    parts_dir, parts = split_parts(checkpoints.split_distillation_source, wildcards, wildcards.src)
     folder = f"results/{wildcards.src}-{wildcards.trg}/distillation/teacher"
     return {
         "source": [f"{parts_dir}/{part}.{wildcards.src}" for part in parts],
