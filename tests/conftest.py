@@ -18,6 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 # The mirror of the public corpora (`make mirror` builds one): $NMT_MIRROR, else ../shared/data/mirror. Taken out
 # of the environment, so that nmt.data.download does not use it where a test wants the network (a loopback server).
 MIRROR = Path(os.environ.pop(MIRROR_ENV, "") or REPO.parent / "shared" / "data" / "mirror").resolve()
+# No SLURM controller runs during the tests but test_slurm.py's, whose fixture brings one up and restores this. Where
+# SLURM is installed, the SLURM executor plugin runs `scontrol show config` at every Snakemake start (for its --help
+# text), and scontrol waits 9 s for the absent controller; with this config it gives up at once.
+MACHINE_SLURM_CONF = os.environ.get("SLURM_CONF")
+os.environ["SLURM_CONF"] = str(REPO / "tests" / "no_controller.slurm.conf")
 ARCHS = ["rnn", "transformer", "convs2s"]
 
 # The toy "language pair": every source word has one target word, and the order is kept, so a tiny

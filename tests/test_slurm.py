@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import MIRROR, REPO
+from conftest import MACHINE_SLURM_CONF, MIRROR, REPO
 from test_workflow import SNAKEMAKE, TINY, needs_mirror, snakemake
 
 SLURM_SCRIPTS = REPO.parent / "shared" / "slurm"
@@ -54,7 +54,17 @@ def slurm_node(tmp_path_factory) -> dict[str, int]:
     reason = why_no_cluster()
     if reason:
         pytest.skip(reason)
-    env = {**os.environ, "SLURM_TEST_ROOT": str(tmp_path_factory.mktemp("slurm"))}
+    with pytest.MonkeyPatch.context() as patch:
+        if MACHINE_SLURM_CONF is None:
+            patch.delenv("SLURM_CONF")
+        else:
+            patch.setenv("SLURM_CONF", MACHINE_SLURM_CONF)
+        yield from started_cluster(tmp_path_factory.mktemp("slurm"))
+
+
+def started_cluster(root: Path):
+    """Bring the cluster up under ``root``, yield its node's CPUs and memory, and bring it down."""
+    env = {**os.environ, "SLURM_TEST_ROOT": str(root)}
     try:
         up = subprocess.run(
             ["bash", str(SLURM_SCRIPTS / "slurm_up.sh")], env=env, capture_output=True, text=True, timeout=600
