@@ -42,7 +42,6 @@ def translate(args: argparse.Namespace) -> None:
     from nmt.atomic import atomic_text
     from nmt.decoding.allocator import keep_freed_memory
     from nmt.decoding.translation import check_source, load_decoding, read_source, translate_windows
-    from nmt.device import get_device
     from nmt.model_dir import normalize_input
 
     config = decode_config(args)
@@ -51,9 +50,13 @@ def translate(args: argparse.Namespace) -> None:
     if args.input is None and sys.stdin is None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input)) if args.input else "stdin"
-    device = get_device(args.device)
     keep_freed_memory()  # a decoding process: reuse each step's freed tensors instead of faulting pages in
-    model, src_sp, trg_sp, search = load_decoding(args.model, config, device, args.bf16)
+    model, src_sp, trg_sp, search = load_decoding(args.model, config, args.device, args.bf16)
+    device = None  # the n-best lists of translate_nbest need it (beam search: torch)
+    if args.nbest is not None:
+        from nmt.device import get_device
+
+        device = get_device(args.device)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)
     output = atomic_text(args.output) if args.output else nullcontext(sys.stdout)
     with source as src, output as out:

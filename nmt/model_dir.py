@@ -2,6 +2,9 @@
 
 Training writes it (:func:`write_model`, :func:`write_meta`); translation, ensembles, fine-tuning and the
 CTranslate2 export read it (:func:`read_model_file`, :func:`load_model`, :func:`normalize_input`).
+
+torch is imported by the functions that read or write weights, not with the module: a CTranslate2 decoding
+process reads the file names and subword models here without loading torch (:mod:`nmt.decoding.translation`).
 """
 
 import json
@@ -9,18 +12,20 @@ import logging
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sentencepiece as spm
-import torch
 
 from nmt.atomic import atomic_path, hash_file, write_text
-from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.config import ModelMeta
 from nmt.data.subword import load_subword
 from nmt.errors import DataError, NmtError
-from nmt.models.seq2seq import Seq2Seq, model_from_spec
 from nmt.vocab import BT_TAG
+
+if TYPE_CHECKING:
+    import torch
+
+    from nmt.models.seq2seq import Seq2Seq
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +35,7 @@ MODEL_FILE, SRC_SPM, TRG_SPM, META_FILE = "model.pt", "src.model", "trg.model", 
 EXPORT_FILE = "model.bin"
 
 
-def read_model_file(model_dir: str | Path, device: str | torch.device = "cpu") -> dict[str, Any]:
+def read_model_file(model_dir: str | Path, device: "str | torch.device" = "cpu") -> dict[str, Any]:
     """The checkpoint of ``model_dir`` (``spec``: architecture and settings; ``model``: the weights).
 
     :raises DataError: one line naming the folder if it is not a model directory, saying what one holds (or, for
@@ -50,6 +55,8 @@ def read_model_file(model_dir: str | Path, device: str | torch.device = "cpu") -
         raise DataError(
             f"{model_dir}: {what}; expected a model directory ({MODEL_FILE}, {SRC_SPM}, {TRG_SPM}, {META_FILE}){hint}"
         )
+    from nmt.checkpoint import load_checkpoint
+
     return load_checkpoint(model_dir / MODEL_FILE, map_location=device)
 
 
@@ -64,6 +71,8 @@ def find_model_dirs(folder: str | Path, depth: int = 5) -> list[Path]:
 
 def write_model(model_dir: str | Path, checkpoint: dict[str, Any], src_spm: str | Path, trg_spm: str | Path) -> None:
     """Write ``checkpoint`` (``spec`` and ``model``) as ``model_dir/model.pt`` beside copies of both subword models."""
+    from nmt.checkpoint import save_checkpoint
+
     model_dir = Path(model_dir)
     save_checkpoint(model_dir / MODEL_FILE, checkpoint)
     for src, name in ((src_spm, SRC_SPM), (trg_spm, TRG_SPM)):
@@ -82,9 +91,11 @@ def differing_subword_models(model_dir: str | Path, src_spm: str | Path, trg_spm
 
 
 def load_model(
-    model_dir: str | Path, device: torch.device
-) -> tuple[Seq2Seq, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
+    model_dir: str | Path, device: "torch.device"
+) -> tuple["Seq2Seq", spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
     """Load the model and its source/target subword models from ``model_dir``, checking that they fit together."""
+    from nmt.models.seq2seq import model_from_spec
+
     model_dir = Path(model_dir)
     path = model_dir / MODEL_FILE
     ckpt = read_model_file(model_dir, device)

@@ -3,6 +3,7 @@
 import pytest
 import torch
 from conftest import make_toy_corpus, tiny_model
+from test_envs import run_without_torch
 
 from nmt.config import DecodeConfig
 from nmt.data.batches import pad
@@ -61,6 +62,31 @@ def test_an_export_translates_as_its_model_directory_without_exporting_again(tra
     assert _translate([export], src, tmp_path, "ct2", method="greedy", runtime="ctranslate2") == ours
 
 
+def test_an_export_translates_without_torch(trained_model, tmp_path):
+    """A CTranslate2 decoding process, the workflow's (translate_file) and the command line's, never imports torch:
+    a torch package whose import fails is first on the path."""
+    import nmt.decoding.ctranslate2 as ct2
+
+    model_dir, _ = trained_model
+    export = ct2.export_model(model_dir, tmp_path / "ct2", quantization="int8")
+    lines, _ = make_toy_corpus(40, seed=16)
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code = (
+        "from nmt.config import DecodeConfig\n"
+        "from nmt.decoding.translation import translate_file\n"
+        f"translate_file({str(export)!r}, {str(src)!r}, {str(tmp_path / 'job.hyp')!r}, "
+        "DecodeConfig(method='greedy', runtime='ctranslate2'), threads=1)\n"
+    )
+    job = run_without_torch(tmp_path, ["-c", code], tmp_path)
+    assert job.returncode == 0, job.stderr[-2000:]
+    cli = ["-m", "nmt", "translate", "--model", str(export), "--runtime", "ctranslate2", "--input", str(src)]
+    out = run_without_torch(tmp_path, cli, tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    hyps = (tmp_path / "job.hyp").read_text(encoding="utf-8").splitlines()
+    assert out.stdout.splitlines() == hyps and len(hyps) == 40 and all(hyps)
+
+
 @pytest.mark.parametrize("topk", [0, 5])
 def test_sampling_is_seeded(trained_model, tmp_path, topk):
     model_dir, _ = trained_model
@@ -107,11 +133,11 @@ def test_no_empty_output_and_never_pad_or_bos(toy_spm, tmp_path, method):
     model, sp = favouring_model(toy_spm["en"], [EOS, PAD, BOS, UNK])
     write_model(tmp_path, {"spec": model.spec, "model": model.state_dict()}, toy_spm["en"], toy_spm["en"])
     lines, _ = make_toy_corpus(6, seed=15)
-    src = pad([ids + [EOS] for ids in sp.encode(lines)])
-    ct2_model, _, _ = load_ctranslate2(tmp_path, torch.device("cpu"), 1)
+    src = [ids + [EOS] for ids in sp.encode(lines)]
+    ct2_model, _, _ = load_ctranslate2(tmp_path, "cpu", 1)
     search = ct2_search(ct2_model.translator, sp, sp, DecodeConfig(method=method))
     hyps = search(src, 1.5, 10)
     if method == "greedy":
-        assert hyps == greedy_search(model, src) == [[UNK]] * len(lines)
+        assert hyps == greedy_search(model, pad(src)) == [[UNK]] * len(lines)
     else:
         assert all(hyp and not {PAD, BOS, UNK} & set(hyp) for hyp in hyps), hyps

@@ -20,7 +20,7 @@ TINY = REPO / "tests" / "integration"
 def run_without_torch(tmp_path: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """Run Python with a ``torch`` package first on the path whose import fails, as on a login node without it."""
     fake = tmp_path / "no-torch" / "torch"
-    fake.mkdir(parents=True)
+    fake.mkdir(parents=True, exist_ok=True)
     (fake / "__init__.py").write_text('raise ImportError("torch imported while parsing")\n')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), str(REPO)])}
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)

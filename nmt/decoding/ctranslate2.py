@@ -20,7 +20,9 @@ CTranslate2 runs that search in C++. :func:`load_ctranslate2` loads an export as
 model directory (:func:`export_model`) to a temporary directory and loads that; :func:`ct2_search` is a
 :data:`nmt.decoding.translation.Search`, so the lines go through the same encoding, length cuts, sorting and
 batching as with torch, and only the search differs. An export keeps our model spec (``spec.json``) beside
-CTranslate2's files, so that its inputs are cut to the model's ``max_positions`` as with torch.
+CTranslate2's files, so that its inputs are cut to the model's ``max_positions`` as with torch. Decoding an
+export does not import torch (only the export does), so a CTranslate2 decoding process starts sooner and holds
+less memory (benchmarks/README.md, "Measurements behind the code").
 
 Output limits: CTranslate2 takes one ``max_decoding_length`` per batch, ours is per sentence
 (``a * S + b``). The batch gets the largest, and each output is cut to its own limit. Greedy search
@@ -43,14 +45,12 @@ from typing import Any
 
 import numpy as np
 import sentencepiece as spm
-import torch
 
 from nmt.atomic import atomic_path
 from nmt.config import DecodeConfig
 from nmt.data.subword import load_subword
 from nmt.errors import ConfigError, DataError
 from nmt.model_dir import EXPORT_FILE, META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
-from nmt.models.transformer import sinusoid_table
 from nmt.vocab import BOS, EOS, PAD, UNK
 
 FORMATS = ("ctranslate2",)
@@ -132,6 +132,8 @@ def get_ctranslate2_spec(config: dict[str, Any], state: dict[str, Any]):
     """
     from ctranslate2.specs import common_spec, transformer_spec
 
+    from nmt.models.transformer import sinusoid_table
+
     weights = {name: tensor.float().numpy() for name, tensor in state.items()}
     spec = transformer_spec.TransformerSpec.from_config(
         (config["enc_layers"], config["dec_layers"]),
@@ -201,11 +203,25 @@ class CTranslate2Model:
         return self
 
 
+def ct2_device(name: str = "auto") -> str:
+    """CTranslate2's device for ``name``: ``auto`` picks CUDA when CTranslate2 sees a GPU, else CPU."""
+    import ctranslate2
+
+    if name == "auto":
+        return "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+    if name == "cuda" and ctranslate2.get_cuda_device_count() == 0:
+        raise DataError("device 'cuda' was requested but CTranslate2 sees no CUDA device")
+    return name
+
+
 def load_ctranslate2(
-    model_dir: str | Path, device: torch.device, threads: int
+    model_dir: str | Path, device: str, threads: int
 ) -> tuple[CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
     """The CTranslate2 model and the subword models of an export (``nmt export``), loaded as they are, or of a
     model directory, exported to a temporary directory at every start (float32 weights).
+
+    :param device: ``cpu`` or ``cuda``
+    :param threads: CTranslate2's ``intra_threads``
 
     :raises nmt.errors.ConfigError: when ctranslate2 is not installed or the model is not a Transformer
     :raises nmt.errors.DataError: naming the file, when a subword model is missing, corrupt or of another model
@@ -219,7 +235,7 @@ def load_ctranslate2(
 
 
 def _load_export(
-    export_dir: Path, device: torch.device, threads: int
+    export_dir: Path, device: str, threads: int
 ) -> tuple[CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
     try:
         import ctranslate2
@@ -242,7 +258,7 @@ def _load_export(
                 f"{spec[key]}: the subword model belongs to another model"
             )
     try:
-        translator = ctranslate2.Translator(str(export_dir), device=device.type, intra_threads=threads)
+        translator = ctranslate2.Translator(str(export_dir), device=device, intra_threads=threads)
     except (RuntimeError, ValueError) as e:
         raise DataError(f"{export_dir}: not a CTranslate2 model ({' '.join(str(e).split())})") from None
     return CTranslate2Model(translator, spec), src_sp, trg_sp
@@ -250,8 +266,9 @@ def _load_export(
 
 def ct2_search(
     translator, src_sp: spm.SentencePieceProcessor, trg_sp: spm.SentencePieceProcessor, config: DecodeConfig
-) -> Callable[[torch.Tensor, float, int], list[list[int]]]:
-    """A search over padded source ids (B, S), with EOS, by ``translator``: output ids without EOS per sentence."""
+) -> Callable[[list[list[int]], float, int], list[list[int]]]:
+    """A search over a batch of source ids, each ending with EOS, by ``translator``: output ids without EOS per
+    sentence."""
     config.check("decoding")  # refuses method beam with runtime ctranslate2
     import ctranslate2
 
@@ -259,8 +276,8 @@ def ct2_search(
     ctranslate2.set_random_seed(config.seed)
     never = [[trg_sp.id_to_piece(PAD)], [trg_sp.id_to_piece(BOS)]]  # nmt.decoding.search.NEVER_GENERATED
 
-    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
-        ids = [row[: row.index(EOS)] for row in src.tolist()]
+    def search(src: list[list[int]], max_len_a: float, max_len_b: int) -> list[list[int]]:
+        ids = [row[:-1] for row in src]  # without EOS, which CTranslate2 appends
         limits = [max_decoding_length(len(row), max_len_a, max_len_b) for row in ids]
         results = translator.translate_batch(
             [[src_sp.id_to_piece(i) for i in row] for row in ids],

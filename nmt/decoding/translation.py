@@ -1,25 +1,31 @@
-"""Translate sentences or files with a trained model directory (test sets and back-translation alike)."""
+"""Translate sentences or files with a trained model directory (test sets and back-translation alike).
+
+What every runtime shares is here: reading, encoding, cutting, sorting and batching the lines, and writing the
+output. The search is a :data:`Search`: :func:`torch_search` in torch, or
+:func:`nmt.decoding.ctranslate2.ct2_search` in CTranslate2. torch is imported by the functions of the torch
+runtime only, so that a CTranslate2 decoding process never loads it (:func:`load_decoding`).
+"""
 
 import itertools
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import sentencepiece as spm
-import torch
 
 from nmt.atomic import atomic_text
 from nmt.config import DecodeConfig
-from nmt.data.batches import pad
-from nmt.decoding.ctranslate2 import CTranslate2Model, ct2_search, load_ctranslate2
-from nmt.decoding.ensemble import load_ensemble
-from nmt.decoding.search import beam_search, beam_search_nbest, greedy_search, sample_search
-from nmt.device import autocast, get_device
 from nmt.errors import ConfigError, DataError
-from nmt.models.seq2seq import DecodingModel
 from nmt.progress import LOG_EVERY, Progress, count_lines
 from nmt.vocab import EOS
+
+if TYPE_CHECKING:
+    import torch
+
+    from nmt.decoding.ctranslate2 import CTranslate2Model
+    from nmt.models.seq2seq import DecodingModel
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +35,7 @@ CHUNK_LINES = 10_000
 MAX_WARNINGS = 10
 
 
-def position_limit(model: DecodingModel) -> int | None:
+def position_limit(model: "DecodingModel | CTranslate2Model") -> int | None:
     """The longest sequence (source with EOS, or output with EOS) the model can represent.
 
     That is ``max_positions`` for the Transformer and ConvS2S (the smallest one in an ensemble);
@@ -107,19 +113,17 @@ def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> I
             yield list(chunk), max_len_a, max_len_b
 
 
-# A search over one padded batch of sources (B, S) within the output limit a * S + b: a list per sentence.
-Search = Callable[[torch.Tensor, float, int], list]
+# A search over one batch of sources (subword ids, each ending with EOS) within the output limit a * S + b: a list
+# per sentence.
+Search = Callable[[list[list[int]], float, int], list]
 
 
-@torch.no_grad()
 def search_lines(
-    model: DecodingModel,
+    model: "DecodingModel | CTranslate2Model",
     src_sp: spm.SentencePieceProcessor,
     lines: list[str],
     config: DecodeConfig,
-    device: torch.device,
     search: Search,
-    bf16: str = "auto",
     name: str = "input",
     first_line: int = 1,
     progress: Callable[[int], None] | None = None,
@@ -139,39 +143,50 @@ def search_lines(
         if progress:
             progress(sum(len(x) <= 1 for x in ids))  # the empty lines
         for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
-            src = pad([ids[i] for i in chunk]).to(device)
-            with autocast(device, bf16):
-                out = search(src, max_len_a, max_len_b)
-            yield chunk, out
+            yield chunk, search([ids[i] for i in chunk], max_len_a, max_len_b)
             if progress:
                 progress(len(chunk))
     finally:
         model.train(was_training)
 
 
-def torch_search(model: DecodingModel, config: DecodeConfig, device: torch.device) -> Search:
-    """``config.method``'s search over ``model``; sampling draws from a generator seeded with ``config.seed``, which
-    goes on from one call to the next (one search per file: :func:`translate_windows`)."""
+def torch_search(
+    model: "DecodingModel", config: DecodeConfig, device: "torch.device", bf16: str = "auto", nbest: int | None = None
+) -> Search:
+    """``config.method``'s search over ``model`` in torch, on padded batches (B, S) on ``device`` under autocast, or
+    with ``nbest`` the n-best lists of beam search. Sampling draws from a generator seeded with ``config.seed``,
+    which goes on from one call to the next (one search per file: :func:`translate_windows`)."""
+    import torch
+
+    from nmt.data.batches import pad
+    from nmt.decoding.search import beam_search, beam_search_nbest, greedy_search, sample_search
+    from nmt.device import autocast
+
     generator = torch.Generator(device=device).manual_seed(config.seed)
 
-    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list[list[int]]:
-        if config.method == "greedy":
-            return greedy_search(model, src, max_len_a, max_len_b)
-        if config.method == "sample":
-            return sample_search(model, src, config.sampling_topk, generator, max_len_a, max_len_b)
-        return beam_search(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b)
+    @torch.no_grad()
+    def search(ids: list[list[int]], max_len_a: float, max_len_b: int) -> list:
+        src = pad(ids).to(device)
+        a, b = max_len_a, max_len_b
+        with autocast(device, bf16):
+            if nbest is not None:
+                return beam_search_nbest(model, src, config.beam_size, config.length_penalty, a, b, nbest=nbest)
+            if config.method == "greedy":
+                return greedy_search(model, src, a, b)
+            if config.method == "sample":
+                return sample_search(model, src, config.sampling_topk, generator, a, b)
+            return beam_search(model, src, config.beam_size, config.length_penalty, a, b)
 
     return search
 
 
-@torch.no_grad()
 def translate_lines(
-    model: DecodingModel,
+    model: "DecodingModel | CTranslate2Model",
     src_sp: spm.SentencePieceProcessor,
     trg_sp: spm.SentencePieceProcessor,
     lines: list[str],
     config: DecodeConfig,
-    device: torch.device,
+    device: "torch.device | None" = None,
     bf16: str = "auto",
     name: str = "input",
     first_line: int = 1,
@@ -191,25 +206,24 @@ def translate_lines(
     sample the same way twice.
 
     :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
-    :param search: the search instead of ``config.method``'s over ``model``
+    :param search: the search instead of ``config.method``'s over ``model`` in torch on ``device``
         (e.g. :func:`nmt.decoding.ctranslate2.ct2_search`)
     """
-    search = search or torch_search(model, config, device)
+    search = search or torch_search(model, config, device, bf16)
     hyps = [""] * len(lines)
-    for chunk, out in search_lines(model, src_sp, lines, config, device, search, bf16, name, first_line, progress):
+    for chunk, out in search_lines(model, src_sp, lines, config, search, name, first_line, progress):
         for i, hyp in zip(chunk, out, strict=True):
             hyps[i] = trg_sp.decode(hyp)
     return hyps
 
 
-@torch.no_grad()
 def translate_nbest(
-    model: DecodingModel,
+    model: "DecodingModel",
     src_sp: spm.SentencePieceProcessor,
     trg_sp: spm.SentencePieceProcessor,
     lines: list[str],
     config: DecodeConfig,
-    device: torch.device,
+    device: "torch.device",
     nbest: int,
     bf16: str = "auto",
     name: str = "input",
@@ -221,24 +235,21 @@ def translate_nbest(
     output's subwords and EOS) divided by the length penalty. An empty line gives one entry
     ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines`.
     """
-
-    def search(src: torch.Tensor, max_len_a: float, max_len_b: int) -> list:
-        return beam_search_nbest(model, src, config.beam_size, config.length_penalty, max_len_a, max_len_b, nbest=nbest)
-
+    search = torch_search(model, config, device, bf16, nbest)
     result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in lines]
-    for chunk, out in search_lines(model, src_sp, lines, config, device, search, bf16, name, first_line):
+    for chunk, out in search_lines(model, src_sp, lines, config, search, name, first_line):
         for i, hyps in zip(chunk, out, strict=True):
             result[i] = [(trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
     return result
 
 
 def translate_windows(
-    model: DecodingModel,
+    model: "DecodingModel | CTranslate2Model",
     src_sp: spm.SentencePieceProcessor,
     trg_sp: spm.SentencePieceProcessor,
     lines: Iterable[str],
     config: DecodeConfig,
-    device: torch.device,
+    device: "torch.device | None",
     name: str = "input",
     window: int = CHUNK_LINES,
     bf16: str = "auto",
@@ -258,7 +269,7 @@ def translate_windows(
     :param progress: passed on to :func:`translate_lines` (lines done after each batch)
     :param search: passed on to :func:`translate_lines`; by default :func:`torch_search`
     """
-    search = search or torch_search(model, config, device)
+    search = search or (torch_search(model, config, device, bf16) if nbest is None else None)
     lines = iter(lines)
     first_line = 1
     while chunk := list(itertools.islice(lines, window)):
@@ -272,12 +283,12 @@ def translate_windows(
 
 
 def translate_stream(
-    model: DecodingModel,
+    model: "DecodingModel | CTranslate2Model",
     src_sp: spm.SentencePieceProcessor,
     trg_sp: spm.SentencePieceProcessor,
     lines: Iterable[str],
     config: DecodeConfig,
-    device: torch.device,
+    device: "torch.device | None",
     name: str = "input",
     progress: Callable[[int], None] | None = None,
     search: Search | None = None,
@@ -288,22 +299,43 @@ def translate_stream(
 
 
 def load_decoding(
-    model_dirs: list[str | Path], config: DecodeConfig, device: torch.device, bf16: str = "auto"
-) -> tuple[DecodingModel | CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor, Search | None]:
-    """The model of ``config.runtime`` with its subword models, and its search (None: ``config.method``'s in torch).
+    model_dirs: list[str | Path],
+    config: DecodeConfig,
+    device: str = "auto",
+    bf16: str = "auto",
+    threads: int | None = None,
+) -> tuple["DecodingModel | CTranslate2Model", spm.SentencePieceProcessor, spm.SentencePieceProcessor, Search]:
+    """The model of ``config.runtime`` with its subword models and its search.
 
-    torch loads model directories (several as an ensemble, :func:`nmt.decoding.ensemble.load_ensemble`);
-    ctranslate2 loads one CTranslate2 export, or one model directory exported at start-up
-    (:func:`nmt.decoding.ctranslate2.load_ctranslate2`), and searches with :func:`nmt.decoding.ctranslate2.ct2_search`.
+    torch loads model directories (several as an ensemble, :func:`nmt.decoding.ensemble.load_ensemble`) and searches
+    with :func:`torch_search`; ctranslate2 loads one CTranslate2 export, or one model directory exported at start-up
+    (:func:`nmt.decoding.ctranslate2.load_ctranslate2`), searches with :func:`nmt.decoding.ctranslate2.ct2_search`,
+    and does not import torch when it loads an export.
 
+    :param device: ``auto`` (CUDA when there is one), ``cpu`` or ``cuda``
+    :param threads: the process's computing threads (torch's intra-op threads, CTranslate2's ``intra_threads``);
+        None keeps torch's setting, and gives CTranslate2 the CPUs the process may use
     :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
     """
     if config.runtime == "torch":
-        return *load_ensemble(model_dirs, device, bf16), None
+        import torch
+
+        from nmt.decoding.ensemble import load_ensemble
+        from nmt.device import get_device
+
+        if threads:
+            torch.set_num_threads(threads)
+        dev = get_device(device)
+        model, src_sp, trg_sp = load_ensemble(model_dirs, dev, bf16)
+        return model, src_sp, trg_sp, torch_search(model, config, dev, bf16)
     if len(model_dirs) > 1:
         raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
     config.check("decoding")  # refuses beam search before the model loads
-    model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], device, torch.get_num_threads())
+    from nmt.decoding.ctranslate2 import ct2_device, ct2_search, load_ctranslate2
+
+    # CTranslate2's own default is 4 threads, whatever the machine: by default, the CPUs this process may use.
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], ct2_device(device), threads or cpus)
     return model, src_sp, trg_sp, ct2_search(model.translator, src_sp, trg_sp, config)
 
 
@@ -322,6 +354,7 @@ def translate_file(
     config: DecodeConfig,
     device: str = "auto",
     progress_every: float = LOG_EVERY,
+    threads: int | None = None,
 ) -> int:
     """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
 
@@ -329,15 +362,15 @@ def translate_file(
     not UTF-8) and :func:`translate_lines` (empty and overlong lines).
 
     :param model_dirs: a model directory, or several to decode with their ensemble
+    :param device: and ``threads``: as :func:`load_decoding` takes them
     :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
     """
     src_path = check_source(src_path)
-    dev = get_device(device)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
-    model, src_sp, trg_sp, search = load_decoding(model_dirs, config, dev)
+    model, src_sp, trg_sp, search = load_decoding(model_dirs, config, device, threads=threads)
     log.info(
-        "translating %s with %s (%s, %d model%s)",
-        src_path, config, dev, len(model_dirs), "s" if len(model_dirs) > 1 else "",
+        "translating %s with %s (device %s, %d model%s)",
+        src_path, config, device, len(model_dirs), "s" if len(model_dirs) > 1 else "",
     )  # fmt: skip
     n = 0
     with (
@@ -346,7 +379,7 @@ def translate_file(
         Progress(f"translating {src_path}", count_lines(src_path), "lines", every=progress_every) as progress,
     ):
         lines = read_source(src, str(src_path))
-        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, dev, str(src_path), progress.update, search):
+        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, None, str(src_path), progress.update, search):
             out.write(hyp + "\n")
             n += 1
     if n == 0:
