@@ -113,7 +113,7 @@ rule translate_export:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate_test.py"
+        "../scripts/translate_export.py"
 
 
 # Teacher and students in one table per pair and test set: BLEU/chrF/TER with significance against the teacher,
