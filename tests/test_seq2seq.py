@@ -4,7 +4,7 @@ import pytest
 import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
 
-from nmt.models.seq2seq import reorder_state
+from nmt.models.state import reorder_state
 from nmt.training.loss import LabelSmoothedCrossEntropy
 from nmt.vocab import BOS, EOS, PAD
 

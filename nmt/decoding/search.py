@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.functional as F
 
-from nmt.models.seq2seq import DecodingModel, map_tensors, reorder_state
+from nmt.models.seq2seq import DecodingModel
+from nmt.models.state import map_tensors
 from nmt.vocab import BOS, EOS, PAD, UNK
 
 # Tokens that no search generates; sampling does not draw UNK either.
@@ -186,7 +187,8 @@ def beam_search_nbest(
     nonempty = is_nonempty(src).repeat_interleave(K)  # (B*K,) rows that may not end at the first step
     # the largest length penalty at the limit, in float64 like the finished scores, for the bound
     limit_lp = torch.tensor([length_penalty(n, alpha) for n in limit.tolist()], dtype=torch.float64, device=device)
-    state = reorder_state(model.init_state(src), torch.arange(B, device=device).repeat_interleave(K))
+    rows = torch.arange(B, device=device).repeat_interleave(K)  # K rows per sentence; PerSentence stays one
+    state = map_tensors(model.init_state(src), lambda x: x.index_select(0, rows), lambda x: x)
     fixed = _tensors(state)  # tensors equal over each sentence's K rows: those no step has replaced
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
@@ -224,7 +226,7 @@ def beam_search_nbest(
             keep = (still[:, None] * K + torch.arange(K, device=device)).view(-1)
             tokens, scores = tokens[keep], scores[keep]
             limit, limit_lp, kth_score, n_finished = limit[still], limit_lp[still], kth_score[still], n_finished[still]
-            state, fixed = _select_rows(state, keep, fixed)
+            state, fixed = _select_rows(state, keep, still, fixed)
             active = [active[i] for i in still.tolist()]
     return finished
 
@@ -243,22 +245,26 @@ def _move_beams(state: Any, parents: torch.Tensor, fixed: dict[int, torch.Tensor
     sentence's rows, so the move would copy them unchanged, megabytes a step (benchmarks/README.md,
     "Measurements behind the code").
     """
-    return map_tensors(state, lambda x: x if id(x) in fixed else x.index_select(0, parents))
+    return map_tensors(state, lambda x: x if id(x) in fixed else x.index_select(0, parents), lambda x: x)
 
 
 def _select_rows(
-    state: Any, index: torch.Tensor, fixed: dict[int, torch.Tensor]
+    state: Any, rows: torch.Tensor, sentences: torch.Tensor, fixed: dict[int, torch.Tensor]
 ) -> tuple[Any, dict[int, torch.Tensor]]:
-    """:func:`reorder_state` of ``state`` and the tensors of the result that come from ``fixed``'s."""
+    """``state`` with the hypotheses ``rows`` of the sentences still searched, ``sentences`` (their
+    :class:`~nmt.models.state.PerSentence` rows), and the tensors of the result that come from ``fixed``'s."""
     selected: dict[int, torch.Tensor] = {}
 
-    def select(x: torch.Tensor) -> torch.Tensor:
-        y = x.index_select(0, index)
-        if id(x) in fixed:
-            selected[id(y)] = y
-        return y
+    def select(index: torch.Tensor):
+        def select_rows(x: torch.Tensor) -> torch.Tensor:
+            y = x.index_select(0, index)
+            if id(x) in fixed:
+                selected[id(y)] = y
+            return y
 
-    return map_tensors(state, select), selected
+        return select_rows
+
+    return map_tensors(state, select(rows), select(sentences)), selected
 
 
 def _check_beam_options(beam_size: int, stop: str, nbest: int) -> None:

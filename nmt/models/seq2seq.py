@@ -9,15 +9,16 @@ Every architecture provides an encoder and a decoder with this contract:
   the next state.
 
 A state is a dict whose tensors (also inside lists and tuples) all have the batch (or beam)
-as their first dimension, so that :func:`reorder_state` can select and reorder hypotheses
-without knowing the architecture. Non-tensor values (step counters) are shared.
+as their first dimension, so that search can select and reorder hypotheses without knowing the
+architecture (:mod:`nmt.models.state`). Non-tensor values (step counters) are shared. Tensors wrapped
+in :class:`~nmt.models.state.PerSentence` have one row per sentence even when the others have one per
+hypothesis: beam search keeps them once for a sentence's K hypotheses, whose rows are consecutive.
 
 Legend: B batch, S source length, T target length, V vocabulary.
 """
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import torch
@@ -33,22 +34,6 @@ log = logging.getLogger(__name__)
 # name -> builder(config, src_vocab, trg_vocab, shared_vocab) -> (encoder, decoder); the config dataclasses
 # and sizes are in nmt.model_config (without torch, for the workflow's parsing).
 ARCHITECTURES = {"rnn": build_rnn, "convs2s": build_convs2s, "transformer": build_transformer}
-
-
-def map_tensors(state: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    """``state`` with every tensor ``t`` in it, at any depth of dicts, lists and tuples, replaced by ``fn(t)``."""
-    if isinstance(state, torch.Tensor):
-        return fn(state)
-    if isinstance(state, dict):
-        return {k: map_tensors(v, fn) for k, v in state.items()}
-    if isinstance(state, (list, tuple)):
-        return type(state)(map_tensors(v, fn) for v in state)
-    return state
-
-
-def reorder_state(state: Any, index: torch.Tensor) -> Any:
-    """Select rows ``index`` (B',) of every tensor in ``state`` (batch-first), recursively."""
-    return map_tensors(state, lambda t: t.index_select(0, index))
 
 
 class DecodingModel(Protocol):

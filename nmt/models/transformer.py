@@ -12,6 +12,7 @@ from torch import nn
 
 from nmt.model_config import TransformerConfig
 from nmt.models.dropout import Dropout, dropout
+from nmt.models.state import PerSentence
 from nmt.vocab import PAD
 
 
@@ -102,8 +103,13 @@ class MultiHeadAttention(nn.Module):
         else:
             q, (k, v) = self._heads(self.q(x)), kv
             new_cache = None
+        n = k.size(0)  # B, or B / K in beam search: keys and values per sentence (nmt.models.seq2seq.PerSentence)
+        if n != B:  # the K queries of a sentence's hypotheses as one query block: (n, H, K*L, D/H)
+            q = q.reshape(n, B // n, self.n_heads, L, D // self.n_heads).transpose(1, 2).flatten(2, 3)
         # With a cache the single new query may see every cached key, so no causal mask is needed.
         y = attend(q, k, v, mask, causal and cache is None and L > 1, self.dropout if self.training else 0.0)
+        if n != B:
+            y = y.unflatten(2, (B // n, L)).transpose(1, 2).flatten(0, 1)  # (B, H, L, D/H)
         y = y.transpose(1, 2).reshape(B, L, D)
         return self.out(y), new_cache
 
@@ -119,15 +125,17 @@ def attend(
     :param mask: bool, True where attention is allowed, broadcastable to (B, H, L, S)
     :return: (B, H, L, D/H)
     """
-    if p == 0.0 or q.device.type != "cpu":
+    if q.device.type != "cpu" or (p == 0.0 and q.size(-2) > 8):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal)
+    # CPU: with dropout, or few queries (a search step), where two matrix products beat the fused kernel
+    # (benchmarks/README.md, "What made it faster").
     scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (B, H, L, S)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     if causal:
         future = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(future, float("-inf"))
-    return dropout(scores.softmax(dim=-1), p, training=True) @ v
+    return dropout(scores.softmax(dim=-1), p, training=p > 0.0) @ v
 
 
 class FeedForward(nn.Sequential):
@@ -232,9 +240,9 @@ class TransformerDecoder(nn.Module):
         memory = enc["memory"]
         B, _, D = memory.shape
         empty = memory.new_zeros(B, self.n_heads, 0, D // self.n_heads)
+        cross = [layer.cross_attn.project_kv(memory) for layer in self.layers]
         return {
-            "src_mask": enc["src_mask"],
-            "cross": [layer.cross_attn.project_kv(memory) for layer in self.layers],
+            "sentence": PerSentence({"src_mask": enc["src_mask"], "cross": cross}),
             "cache": [(empty, empty) for _ in self.layers],
             "pos": 0,
         }
@@ -242,9 +250,9 @@ class TransformerDecoder(nn.Module):
     def step(self, trg_prev: torch.Tensor, state: dict[str, Any]) -> tuple[torch.Tensor, dict[str, Any]]:
         """Logits (B, V) for the next position given the previous token ``trg_prev`` (B,)."""
         x = self.embedding(trg_prev[:, None], start=state["pos"])  # (B, 1, D)
-        caches = []
-        for layer, kv, cache in zip(self.layers, state["cross"], state["cache"], strict=True):
-            x, cache = layer(x, state["src_mask"], kv, cache)
+        sentence, caches = state["sentence"].value, []
+        for layer, kv, cache in zip(self.layers, sentence["cross"], state["cache"], strict=True):
+            x, cache = layer(x, sentence["src_mask"], kv, cache)
             caches.append(cache)
         logits = self.output(self.final_norm(x))[:, 0]
         return logits, {**state, "cache": caches, "pos": state["pos"] + 1}
