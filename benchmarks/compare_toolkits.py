@@ -13,9 +13,14 @@ row: ours with ``bf16: on`` (bfloat16 autocast in training, bfloat16 weights in 
 are installed into their own virtual environments under ``--work`` the first time (torch pinned to
 2.13.0; fairseq builds from source for a few minutes). The systems run one
 after the other, in a rotated order in each repeat, and the harness itself measures every process:
-wall time and peak RSS. ``ctranslate2`` is a decoding peer: after each OpenNMT-py run, its checkpoint is
-converted for CTranslate2 and decodes the test set with compute types float32 and int8
-(``toolkits/ct2.py``), in a table of its own.
+wall time and peak RSS. ``ctranslate2`` is a decoding peer (``toolkits/ct2.py``), in tables of its own:
+
+- equal work: after each ``ours`` run, our model is exported (``nmt export``) and CTranslate2 (float32, int8)
+  decodes the test set with the searches that both implement alike, greedy and beam 5 without length
+  normalisation (alpha 0), as our torch decoding does again; each output is compared line by line with
+  ours of the same search (the share of identical lines is printed);
+- with ``opennmt``, OpenNMT-py's checkpoint of each repeat, converted, decodes with beam 5 and alpha 1: a
+  different model (and length penalty), so its times are not ours' work.
 
 Figures per system (medians over the repeats):
 
@@ -39,10 +44,11 @@ import json
 import shutil
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import sacrebleu
+from gemm_peak import fp32_gemm_peak
 from toolkits.command import CommandFailed, Toolkit, run_measured
 from toolkits.ct2 import COMPUTE_TYPES, CTranslate2
 from toolkits.fairseq import Fairseq
@@ -164,6 +170,55 @@ def convert_and_decode(
     return runs
 
 
+# The searches that ours and CTranslate2 implement alike: name -> beam size, at length penalty alpha 0 (CTranslate2
+# divides by length ** alpha, ours by GNMT's ((5 + length) / 6) ** alpha: equal only at alpha 0).
+EQUAL_SEARCHES = {"greedy": 1, "beam5-alpha0": 5}
+
+
+@dataclass
+class EqualRun:
+    """One decoding of the test set by ours (torch fp32) or CTranslate2 with our model of one repeat.
+
+    ``identical``: the share of output lines equal to ours' with the same search and model.
+    """
+
+    system: str
+    repeat: int
+    search: str
+    convert_seconds: float
+    seconds: float
+    rss_mb: float
+    bleu: float
+    identical: float
+
+
+def decode_equal_work(
+    ours: Toolkit, decoders: list[CTranslate2], task: Task, setup: Setup, run_dir: Path, repeat: int
+) -> list[EqualRun]:
+    """Export our model of ``run_dir`` and decode the test set with ours and each decoder, search by search."""
+    export = run_dir / "ct2-ours"
+    converted = run_measured(CTranslate2.export_ours(run_dir / "model", export), run_dir / "ct2-export.log")
+    equal = replace(setup, alpha=0.0)
+    runs = []
+    for search, beam_size in EQUAL_SEARCHES.items():
+        print(f"  equal work, {search}: ours and {', '.join(d.name for d in decoders)}", flush=True)
+        out = run_dir / f"test.{search}.ours.out"
+        mine = run_measured(ours.translate(task, equal, run_dir, beam_size, out), run_dir / f"ours.{search}.log")
+        reference = ours.hypotheses(task, out)
+        runs.append(EqualRun("ours", repeat, search, 0.0, mine.seconds, mine.peak_rss_mb, bleu(task, reference), 1.0))
+        for decoder in decoders:
+            out = run_dir / f"test.{search}.{decoder.name}.out"
+            log = run_dir / f"{decoder.name}.{search}.log"
+            theirs = run_measured(decoder.translate(task, equal, export, beam_size, out, ours=True), log)
+            hyps = decoder.hypotheses(task, out)
+            same = sum(h == r for h, r in zip(hyps, reference, strict=True)) / len(reference)
+            runs.append(
+                EqualRun(decoder.name, repeat, search, converted.seconds, theirs.seconds, theirs.peak_rss_mb,
+                         bleu(task, hyps), same)
+            )  # fmt: skip
+    return runs
+
+
 BUDGET_REPEAT = -1  # the repeat number of a budget run in results.json
 
 
@@ -178,25 +233,29 @@ class Results:
         self.path, self.task, self.setup = path, task, json.loads(json.dumps(setup))  # tuples as lists
         self.runs: list[Run] = []
         self.decode_runs: list[DecodeRun] = []
+        self.equal_runs: list[EqualRun] = []
         if path.exists():
             saved = json.loads(path.read_text(encoding="utf-8"))
             if saved["setup"] != self.setup:
                 raise SystemExit(f"error: {path} is of another setup; pick another --name")
             self.runs = [Run(**r) for r in saved["runs"]]
             self.decode_runs = [DecodeRun(**r) for r in saved["decode_runs"]]
+            self.equal_runs = [EqualRun(**r) for r in saved.get("equal_runs", [])]
             print(f"resuming {path}: {len(self.runs)} runs done", flush=True)
 
     def has(self, system: str, repeat: int, updates: int) -> bool:
         return any((r.system, r.repeat, r.updates) == (system, repeat, updates) for r in self.runs)
 
-    def add(self, runs: list[Run], decode_runs: list[DecodeRun]) -> None:
+    def add(self, runs: list[Run], decode_runs: list[DecodeRun], equal_runs: list[EqualRun] = ()) -> None:
         self.runs += runs
         self.decode_runs += decode_runs
+        self.equal_runs += equal_runs
         results = {
             "task": self.task,
             "setup": self.setup,
             "runs": [asdict(r) for r in self.runs],
             "decode_runs": [asdict(r) for r in self.decode_runs],
+            "equal_runs": [asdict(r) for r in self.equal_runs],
         }
         write_text(self.path, json.dumps(results, indent=2))
 
@@ -265,7 +324,8 @@ def print_tables(
         share = PARAMETERS_FP32_FLOPS * parameters * rate / 1e9 / peak_gflops
         print(
             f"\nours: {parameters:,} parameters; {rate:.0f} tok/s x 6 x parameters = "
-            f"{share * peak_gflops:.1f} GFLOP/s, {100 * share:.0f}% of the {peak_gflops:.0f} GFLOP/s fp32 peak"
+            f"{share * peak_gflops:.1f} GFLOP/s, {100 * share:.0f}% of the machine's fp32 GEMM peak "
+            f"({peak_gflops:.0f} GFLOP/s, benchmarks/gemm_peak.py)"
         )
     peers = [s for s in systems if not s.startswith("ours")]
     if not peers:
@@ -307,11 +367,41 @@ def print_ratios(mine: str, peer: str, by_system: dict[str, list[Run]], budget: 
     print("| " + " | ".join(cells) + " |")
 
 
+def print_equal_work_table(equal_runs: list[EqualRun]) -> None:
+    """Medians per search and system on our model, with ratios to ours within each repeat."""
+    print("\nEqual work: our model of each repeat, decoded by ours (torch fp32) and by CTranslate2 from its export,")
+    print("whole processes; ratios are medians over repeats of the ratio within a repeat (time: ours/system, above 1:")
+    print("the system is faster; RSS: system/ours).\n")
+    header = ["search", "system", "export s", "decode s", "peak RSS MiB", "BLEU", "identical to ours"]
+    print("| " + " | ".join([*header, "speed vs ours", "RSS vs ours"]) + " |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for search in EQUAL_SEARCHES:
+        ours = {r.repeat: r for r in equal_runs if (r.system, r.search) == ("ours", search)}
+        for system in dict.fromkeys(r.system for r in equal_runs):
+            rs = [r for r in equal_runs if (r.system, r.search) == (system, search)]
+            if not rs:
+                continue
+            paired = [(ours[r.repeat], r) for r in rs if r.repeat in ours]
+            cells = [
+                search,
+                system,
+                f"{statistics.median(r.convert_seconds for r in rs):.1f}" if system != "ours" else "-",
+                f"{statistics.median(r.seconds for r in rs):.1f}",
+                f"{statistics.median(r.rss_mb for r in rs):.0f}",
+                f"{statistics.median(r.bleu for r in rs):.2f}",
+                f"{100 * statistics.median(r.identical for r in rs):.1f}%",
+                f"{statistics.median(o.seconds / r.seconds for o, r in paired):.2f}x",
+                f"{statistics.median(r.rss_mb / o.rss_mb for o, r in paired):.2f}x",
+            ]
+            print("| " + " | ".join(cells) + " |")
+
+
 def print_decode_table(decode_runs: list[DecodeRun], runs: list[Run]) -> None:
     """Medians per decoding peer, and its beam-5 speed against OpenNMT-py's (same model) and ours."""
     systems = list(dict.fromkeys(r.system for r in decode_runs))
-    print("\nDecoding peers (the OpenNMT-py model of each repeat, converted); speed ratios: peer/other, above 1: the")
-    print("peer is faster; median over repeats of the ratio within a repeat.\n")
+    print("\nCTranslate2 on OpenNMT-py's model of each repeat, converted: a different model from ours, so 'vs ours'")
+    print("compares different work. Speed ratios: peer/other, above 1: the peer is faster; median over repeats of the")
+    print("ratio within a repeat.\n")
     header = ["system", "convert s", "beam5 decode s", "greedy decode s", "decode peak RSS MiB", "BLEU"]
     print("| " + " | ".join([*header, "vs opennmt", "vs ours", "vs ours-bf16"]) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -348,7 +438,7 @@ def main() -> None:
         nargs="+",
         default=[*TRAINING_SYSTEMS, "ctranslate2"],
         choices=[*TRAINING_SYSTEMS, "ctranslate2"],
-        help="default: all; ours-bf16 (ours with bf16: on) needs ours; ctranslate2 (decoding only) needs opennmt",
+        help="default: all; ours-bf16 (ours with bf16: on) needs ours; ctranslate2 (decoding only) needs ours",
     )
     parser.add_argument("--size", default="tiny", choices=list(SIZES), help="the model and batch of every system")
     parser.add_argument("--updates", type=int, help="updates per training run (default: 1000 tiny, 300 small)")
@@ -356,14 +446,14 @@ def main() -> None:
     parser.add_argument("--budget-minutes", type=float, default=0.0, help="also compare BLEU at this wall clock")
     parser.add_argument("--no-greedy", action="store_true", help="skip the greedy decoding")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--peak-gflops", type=float, default=200.0, help="the machine's fp32 GEMM peak")
+    parser.add_argument("--peak-gflops", type=float, help="the machine's fp32 GEMM peak (default: measured)")
     parser.add_argument("--name", default="", help="a label for the run directories (default: a counter)")
     args = parser.parse_args()
 
     if "ours-bf16" in args.systems and "ours" not in args.systems:
         parser.error("--systems: ours-bf16 is an extra row next to ours (fp32); add ours")
-    if "ctranslate2" in args.systems and "opennmt" not in args.systems:
-        parser.error("--systems: ctranslate2 decodes with the OpenNMT-py model of each repeat; add opennmt")
+    if "ctranslate2" in args.systems and "ours" not in args.systems:
+        parser.error("--systems: ctranslate2 decodes with our model of each repeat (and OpenNMT-py's); add ours")
     if args.updates is None:
         args.updates = DEFAULT_UPDATES[args.size]
     work = args.work.resolve()
@@ -398,10 +488,12 @@ def main() -> None:
             run = train_and_decode(
                 toolkits[system], task, setup, args.updates, run_dir, repeat, greedy=not args.no_greedy
             )
-            decoded = []
+            decoded, equal = [], []
             if system == "opennmt" and decoders:
                 decoded = convert_and_decode(decoders, task, setup, run_dir, repeat, greedy=not args.no_greedy)
-            results.add([run], decoded)
+            if system == "ours" and decoders:
+                equal = decode_equal_work(toolkits[system], decoders, task, setup, run_dir, repeat)
+            results.add([run], decoded, equal)
     runs = sorted(
         (r for r in results.runs if 0 <= r.repeat < args.repeats and r.updates == args.updates), key=repeat_of
     )
@@ -418,9 +510,14 @@ def main() -> None:
             budget_runs += [
                 r for r in results.runs if (r.system, r.repeat, r.updates) == (system, BUDGET_REPEAT, updates)
             ]
-    decode_runs = results.decode_runs
     parameters = _our_parameters(runs_root, runs)
-    print_tables(runs, budget_runs, systems, args.updates, args.peak_gflops, parameters)
+    peak = args.peak_gflops or fp32_gemm_peak(args.threads)
+    print_tables(runs, budget_runs, systems, args.updates, peak, parameters)
+    repeats = {r.repeat for r in runs}
+    equal_runs = [r for r in results.equal_runs if r.repeat in repeats]
+    if equal_runs:
+        print_equal_work_table(equal_runs)
+    decode_runs = [r for r in results.decode_runs if r.repeat in repeats]
     if decode_runs:
         print_decode_table(decode_runs, runs)
 

@@ -1,13 +1,17 @@
-"""CTranslate2 4.8.5 as a decoding peer: OpenNMT-py's trained checkpoint, converted, decodes the test set.
+"""CTranslate2 4.8.5 as a decoding peer: our model and OpenNMT-py's, converted, decode the test set.
 
-CTranslate2 does not train. In each repeat the harness converts the final checkpoint of that repeat's
-OpenNMT-py run with ``ct2-opennmt-py-converter`` (float32 weights; the conversion is timed on its own)
-and decodes the test pieces once per compute type: ``float32``, and ``int8`` (weights quantized when the
-model is loaded). Decoding runs ``ct2_translate.py`` in the harness's environment, which has ctranslate2
-(pinned in pyproject.toml), in batches of ``decode_batch`` sentences in file order, ``intra_threads`` =
-the harness's threads.
+CTranslate2 does not train. In each repeat the harness converts the final model of that repeat's ``ours``
+run with ``nmt export`` (float32 weights) and, with ``opennmt``, OpenNMT-py's final checkpoint with
+``ct2-opennmt-py-converter`` (a different model: a second row, labelled so); conversions are timed on
+their own. Each converted model decodes the test pieces once per compute type: ``float32``, and ``int8``
+(weights quantized when the model is loaded). Decoding runs ``ct2_translate.py`` in the harness's
+environment, which has ctranslate2 (pinned in pyproject.toml), sorted by length in batches of
+``decode_batch`` sentences as ours, ``intra_threads`` = the harness's threads.
 
-Known differences from our search that no option removes:
+Equal work: on our export, greedy search and beam search without length normalisation (alpha 0) rank
+hypotheses alike in both, and our model never writes ``<pad>`` or ``<s>`` and never ends before its first
+word; ``translate(..., ours=True)`` tells CTranslate2 the same. The harness compares those outputs line by
+line with ours. Known differences from our search that no option removes:
 
 - The length penalty divides a hypothesis's log-probability by ``length ** alpha`` (CTranslate2's
   ``TranslationOptions``), not by GNMT's ``((5 + length) / 6) ** alpha`` as ours, OpenNMT-py's ``wu`` and
@@ -46,10 +50,21 @@ class CTranslate2:
         argv = [str(converter), "--model_path", str(onmt_checkpoint), "--output_dir", str(out), "--force"]
         return Command([*argv, "--unsafe_deserialization"], env=thread_env(1))
 
-    def translate(self, task: Task, setup: Setup, model: Path, beam_size: int, out: Path) -> Command:
-        """Decode the test source pieces with the converted ``model``; pieces go to ``out``."""
+    @staticmethod
+    def export_ours(model_dir: Path, out: Path) -> Command:
+        """``nmt export`` of our trained ``model_dir`` into ``out``, float32 weights."""
+        return Command([sys.executable, "-m", "nmt", "export", str(model_dir), str(out)], env=thread_env(1))
+
+    def translate(
+        self, task: Task, setup: Setup, model: Path, beam_size: int, out: Path, ours: bool = False
+    ) -> Command:
+        """Decode the test source pieces with the converted ``model``; pieces go to ``out``.
+
+        :param ours: ``model`` is our export: no ``<pad>``, no ``<s>`` and no empty output, as in our search
+        """
         argv = [sys.executable, str(DECODER), str(model), self.compute_type, str(beam_size), str(setup.alpha)]
         argv += [str(setup.decode_batch), str(setup.threads)]
+        argv += ["1", "<pad>", "<s>"] if ours else ["0"]
         return Command(argv, env=thread_env(setup.threads), stdin=task.pieces("test", "src"), stdout=out)
 
     def hypotheses(self, task: Task, out: Path) -> list[str]:
