@@ -249,6 +249,8 @@ class Results:
     def add(self, runs: list[Run], decode_runs: list[DecodeRun], equal_runs: list[EqualRun] = ()) -> None:
         self.runs += runs
         self.decode_runs += decode_runs
+        redone = {(r.system, r.repeat, r.search) for r in equal_runs}  # a run done again replaces its decodes
+        self.equal_runs = [r for r in self.equal_runs if (r.system, r.repeat, r.search) not in redone]
         self.equal_runs += equal_runs
         results = {
             "task": self.task,

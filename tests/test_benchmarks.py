@@ -1,6 +1,6 @@
 """The benchmarks on quick inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its
-synthetic task, ours only, the search-quality report (benchmarks/search_quality.py) of the toy model, and
-the back-translation speed of the toy model (benchmarks/backtranslation_speed.py), the WMT-scale
+synthetic task, ours and CTranslate2 on our export, the search-quality report (benchmarks/search_quality.py)
+of the toy model, and the back-translation speed of the toy model (benchmarks/backtranslation_speed.py), the WMT-scale
 rehearsal (benchmarks/scale.py) on 50,000 pairs, and the kills of benchmarks/chaos.py on a quick pipeline.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
@@ -32,6 +32,7 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
         "synthetic",
         "--systems",
         "ours",
+        "ctranslate2",
         "--updates",
         "12",
         "--repeats",
@@ -47,10 +48,15 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     assert len(table) == 1
     cells = [c.strip() for c in table[0].strip("|").split("|")]
     assert float(cells[1]) > 0  # train tok/s
-    assert "% of the 200 GFLOP/s fp32 peak" in out.stdout
+    assert "% of the machine's fp32 GEMM peak" in out.stdout
+    # Equal work: CTranslate2 decodes our export with our greedy search token for token (float32).
+    equal = {tuple(c.strip() for c in line.strip("|").split("|"))[:2]: line for line in out.stdout.splitlines()}
+    assert ("greedy", "ctranslate2-float32") in equal and ("beam5-alpha0", "ctranslate2-int8") in equal
     results = json.loads((tmp_path / "runs" / "synthetic" / "t" / "results.json").read_text())
     runs = results["runs"]
     assert [r["repeat"] for r in runs] == [0, 1] and {r["updates"] for r in runs} == {12}
+    greedy = [r for r in results["equal_runs"] if (r["system"], r["search"]) == ("ctranslate2-float32", "greedy")]
+    assert [r["repeat"] for r in greedy] == [0, 1] and all(r["identical"] >= 0.95 for r in greedy)
     for r in runs:
         assert r["train_seconds"] > r["update_seconds"] > 0 and r["train_rss_mb"] > 50
         assert r["beam_seconds"] > 0 and r["greedy_seconds"] > 0 and 0 <= r["bleu"] <= 100
@@ -64,8 +70,9 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     again = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "1 runs done" in again.stdout and again.stdout.count("ours: training 12 updates") == 1
-    rerun = json.loads((tmp_path / "runs" / "synthetic" / "t" / "results.json").read_text())["runs"]
-    assert rerun[0] == runs[0] and [r["repeat"] for r in rerun] == [0, 1]
+    rerun = json.loads((tmp_path / "runs" / "synthetic" / "t" / "results.json").read_text())
+    assert rerun["runs"][0] == runs[0] and [r["repeat"] for r in rerun["runs"]] == [0, 1]
+    assert len(rerun["equal_runs"]) == len(results["equal_runs"])  # the second repeat's decodes replaced
 
 
 def test_compare_toolkits_small_size_is_the_default_transformer_of_config_yaml():

@@ -6,10 +6,10 @@ The harness runs the commands itself, so wall time and peak RSS are measured
 the same way for every toolkit (see :func:`run_measured`).
 """
 
+import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -66,33 +66,36 @@ def thread_env(threads: int) -> dict[str, str]:
     return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "CUDA_VISIBLE_DEVICES": ""}
 
 
+MEASURE = Path(__file__).with_name("measure.py")
+
+
 def run_measured(command: Command, log: Path) -> Measured:
     """Run ``command`` and return its wall time and the peak RSS of its process.
+
+    Both are measured by ``measure.py``, a small process that starts the command: a process forked by the
+    harness itself would report at least the harness's RSS as its peak.
 
     :raises CommandFailed: with the end of ``log`` if the command exits non-zero
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **command.env}
+    measured = log.with_name(log.name + ".measured.json")
     stdin = open(command.stdin, "rb") if command.stdin else subprocess.DEVNULL
     with open(log, "wb") as log_file:
         stdout = open(command.stdout, "wb") if command.stdout else log_file
         try:
-            tick = time.perf_counter()
-            process = subprocess.Popen(
-                command.argv, stdin=stdin, stdout=stdout, stderr=log_file, env=env, cwd=command.cwd
-            )
-            _, status, usage = os.wait4(process.pid, 0)
-            seconds = time.perf_counter() - tick
-            process.returncode = os.waitstatus_to_exitcode(status)
+            argv = [sys.executable, "-S", str(MEASURE), str(measured), *command.argv]
+            done = subprocess.run(argv, stdin=stdin, stdout=stdout, stderr=log_file, env=env, cwd=command.cwd)
         finally:
             if command.stdout:
                 stdout.close()
             if command.stdin:
                 stdin.close()
-    if process.returncode != 0:
+    if done.returncode != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
-        raise CommandFailed(f"{command.argv[0]} ... exited with {process.returncode}; {log}:\n" + "\n".join(tail))
-    return Measured(seconds, usage.ru_maxrss / 1024)
+        raise CommandFailed(f"{command.argv[0]} ... exited with {done.returncode}; {log}:\n" + "\n".join(tail))
+    result = json.loads(measured.read_text(encoding="utf-8"))
+    return Measured(result["seconds"], result["peak_rss_mb"])
 
 
 TORCH = "torch==2.13.0"

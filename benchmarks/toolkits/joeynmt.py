@@ -24,7 +24,6 @@ Known differences from our setup that no option removes:
 import re
 from pathlib import Path
 
-import torch
 import yaml
 from toolkits.command import Command, install_venv, log_time, report_every, thread_env
 from toolkits.task import Setup, Task
@@ -150,6 +149,8 @@ class JoeyNMT:
         validation and checkpointing (``training.py``, ``train_and_validate``).
         """
         model_dir = run_dir / "model"
+        import torch  # here: the harness stays small (toolkits/measure.py)
+
         stats = torch.load(model_dir / "latest.ckpt", map_location="cpu", weights_only=True)["stats_state"]
         log = (model_dir / "train.log").read_text(encoding="utf-8")
         start = re.search(LOG_TIME + r"EPOCH 1$", log, re.MULTILINE)
