@@ -12,6 +12,7 @@ from nmt.decoding.search import (
     max_output_lengths,
     sample_search,
 )
+from nmt.models.state import PerSentence
 from nmt.vocab import BOS, EOS, PAD, UNK
 
 V = 40
@@ -114,6 +115,49 @@ def test_beam_result_is_independent_of_the_batch(arch):
     batched = beam_search(model, src, beam_size=4)
     alone = [beam_search(model, src[i : i + 1], beam_size=4)[0] for i in range(src.size(0))]
     assert batched == alone
+
+
+class CopiedPerBeam:
+    """A Transformer whose per-sentence state (cross-attention keys and values, source mask) beam search copies
+    for every hypothesis, as it did before :class:`PerSentence`; records the rows of each step's keys."""
+
+    training = False
+
+    def __init__(self, model, copy: bool) -> None:
+        self.model, self.copy, self.rows = model, copy, []
+
+    def init_state(self, src):
+        state = self.model.init_state(src)
+        return {**state, "sentence": state["sentence"].value} if self.copy else state
+
+    def step(self, trg_prev, state):
+        if self.copy:
+            state = {**state, "sentence": PerSentence(state["sentence"])}
+        self.rows.append((trg_prev.size(0), state["sentence"].value["cross"][0][0].size(0)))
+        logits, state = self.model.step(trg_prev, state)
+        return logits, {**state, "sentence": state["sentence"].value} if self.copy else state
+
+    def train(self, mode=True):
+        return self
+
+    def eval(self):
+        return self
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_beam_search_keeps_cross_attention_once_per_sentence_with_the_same_result(alpha):
+    """The K hypotheses of a sentence share its encoder keys and values (a K-th of the memory), and their queries
+    attend to them as one block: the result is the one of copying them for every hypothesis."""
+    model = tiny_model("transformer", V)
+    src = sources(B=8)
+    shared, copied = CopiedPerBeam(model, copy=False), CopiedPerBeam(model, copy=True)
+    ours, theirs = (beam_search_nbest(m, src, beam_size=4, alpha=alpha, nbest=4) for m in (shared, copied))
+    assert [[h.ids for h in hyps] for hyps in ours] == [[h.ids for h in hyps] for hyps in theirs]
+    scores = [h.score for hyps in theirs for h in hyps]
+    assert [h.score for hyps in ours for h in hyps] == pytest.approx(scores, abs=1e-5)
+    assert all(hyps == 4 * keys for hyps, keys in shared.rows[1:])  # a row of keys per sentence, as sentences end
+    assert shared.rows[:2] == [(8, 8), (32, 8)] and shared.rows[-1][1] < 8  # the first step: one row per sentence
+    assert all(hyps == keys for hyps, keys in copied.rows)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

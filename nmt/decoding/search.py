@@ -184,12 +184,10 @@ def beam_search_nbest(
     B, K = src.size(0), beam_size
     device = src.device
     limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
-    nonempty = is_nonempty(src).repeat_interleave(K)  # (B*K,) rows that may not end at the first step
     # the largest length penalty at the limit, in float64 like the finished scores, for the bound
     limit_lp = torch.tensor([length_penalty(n, alpha) for n in limit.tolist()], dtype=torch.float64, device=device)
-    rows = torch.arange(B, device=device).repeat_interleave(K)  # K rows per sentence; PerSentence stays one
-    state = map_tensors(model.init_state(src), lambda x: x.index_select(0, rows), lambda x: x)
-    fixed = _tensors(state)  # tensors equal over each sentence's K rows: those no step has replaced
+    state = model.init_state(src)  # one row per sentence until the first step: its K beams are one
+    fixed: dict[int, torch.Tensor] = {}  # tensors equal over each sentence's K rows: those no step has replaced
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: keep one alive
     scores = scores.view(-1)  # (n*K,) sum of log-probabilities of the live hypotheses
@@ -201,8 +199,12 @@ def beam_search_nbest(
     t = 0
     while active:
         at_limit = (limit <= t + 1).repeat_interleave(K)  # (n*K,)
-        lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit, nonempty if t == 0 else None)  # (n*K, V)
-        fixed = {i: x for i, x in _tensors(state).items() if i in fixed}
+        if t == 0:
+            lprobs, state = _first_step(model, src, state, at_limit[::K], K)
+            fixed = _tensors(state)
+        else:
+            lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit, None)  # (n*K, V)
+            fixed = {i: x for i, x in _tensors(state).items() if i in fixed}
         n, V = len(active), lprobs.size(-1)
         cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: lprobs is this step's own tensor
         top_scores, top_idx = cand.topk(2 * K, dim=1)  # (n, 2K)
@@ -229,6 +231,23 @@ def beam_search_nbest(
             state, fixed = _select_rows(state, keep, still, fixed)
             active = [active[i] for i in still.tolist()]
     return finished
+
+
+def _first_step(
+    model: DecodingModel, src: torch.Tensor, state: Any, at_limit: torch.Tensor, K: int
+) -> tuple[torch.Tensor, Any]:
+    """The first step of beam search, where a sentence's K beams are one: one row per sentence, then K copies.
+
+    :param state: the initial state, one row per sentence (B)
+    :param at_limit: whether each sentence's limit is 1 (B,)
+    :return: log-probabilities (B*K, V), -inf in every row but each sentence's first (whose score is -inf
+        anyway), and the state after the step with K rows per sentence (:class:`PerSentence` tensors stay one)
+    """
+    B = src.size(0)
+    lprobs, state = _next_lprobs(model, src.new_full((B,), BOS), state, at_limit, is_nonempty(src))  # (B, V)
+    lprobs = torch.cat([lprobs[:, None], lprobs.new_full((B, K - 1, lprobs.size(-1)), float("-inf"))], dim=1)
+    rows = torch.arange(B, device=src.device).repeat_interleave(K)
+    return lprobs.view(B * K, -1), map_tensors(state, lambda x: x.index_select(0, rows), lambda x: x)
 
 
 def _tensors(state: Any) -> dict[int, torch.Tensor]:
