@@ -3,8 +3,10 @@
     python benchmarks/train_speed.py --mirror ../shared/data/mirror --steps 60 --bf16 off on
 
 Reports training target tokens/s (EOS included, padding excluded), the share of the CPU's fp32
-GEMM peak that this is (about 6 x parameters FLOPs per target token), peak RSS, and beam/greedy
-decoding time for the first sentences of test_2016_flickr.
+GEMM peak (measured by ``gemm_peak.py``: the best of square products) that this is (about
+6 x parameters FLOPs per target token), peak RSS, and beam/greedy decoding time for the first
+sentences of test_2016_flickr. ``--profile N`` prints the operators of N more updates by their own
+time (torch.profiler), matrix products first.
 """
 
 import argparse
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 
 import torch
+from gemm_peak import fp32_gemm_peak
 
 from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
 from nmt.data.batches import ParallelData, make_batch, token_batches
@@ -36,8 +39,9 @@ def unpack(mirror: Path, name: str, work: Path) -> Path:
     return out
 
 
-def measure_training(model, data, config: TrainConfig, steps: int, device) -> list[float]:
-    """Tokens/s of each update after two warm-up updates."""
+def measure_training(model, data, config: TrainConfig, steps: int, device, profile: int = 0) -> tuple[list[float], str]:
+    """Tokens/s of each update after two warm-up updates; with ``profile``, then that many updates profiled
+    (:func:`profile_table`, else "")."""
     optimizer = torch.optim.Adam(
         model.parameters(), lr=config.lr, betas=config.adam_betas, eps=config.adam_eps, fused=True
     )
@@ -45,7 +49,10 @@ def measure_training(model, data, config: TrainConfig, steps: int, device) -> li
     batches = token_batches(data.src.lengths, data.trg.lengths, config.batch_tokens, config.seed, 1)
     rates = []
     model.train()
-    for step in range(1, steps + 3):
+    for step in range(1, steps + 3 + profile):
+        if profile and step == steps + 3:
+            profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            profiler.__enter__()
         batch = make_batch(data, batches[step % len(batches)]).to(device)
         tick = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
@@ -59,9 +66,29 @@ def measure_training(model, data, config: TrainConfig, steps: int, device) -> li
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
-        if step > 2:
+        if 2 < step < steps + 3:
             rates.append(batch.n_trg_tokens / (time.perf_counter() - tick))
-    return rates
+    if not profile:
+        return rates, ""
+    profiler.__exit__(None, None, None)
+    return rates, profile_table(profiler, profile)
+
+
+def profile_table(profiler, updates: int) -> str:
+    """Operators by their own CPU time per update, the 20 largest; the share of matrix products (mm, addmm, bmm)."""
+    events = sorted(profiler.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in events)
+    gemm = sum(e.self_cpu_time_total for e in events if e.key in ("aten::mm", "aten::addmm", "aten::bmm"))
+    lines = [
+        f"\nprofile of {updates} updates: {total / updates / 1e3:.1f} ms per update, matrix products "
+        f"{100 * gemm / total:.0f}%\n",
+        "| operator | ms per update | share | calls per update |",
+        "|---|---:|---:|---:|",
+    ]
+    for e in events[:20]:
+        ms, share = e.self_cpu_time_total / updates / 1e3, 100 * e.self_cpu_time_total / total
+        lines.append(f"| {e.key} | {ms:.2f} | {share:.1f}% | {e.count / updates:.0f} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -75,10 +102,12 @@ def main() -> None:
     parser.add_argument("--decode-sentences", type=int, default=200)
     parser.add_argument("--bf16", nargs="+", default=["off"], choices=["off", "on"])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--profile", type=int, default=0, help="profile this many more updates (torch.profiler)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--peak-gflops", type=float, default=200.0, help="fp32 GEMM peak of the machine")
+    parser.add_argument("--peak-gflops", type=float, help="fp32 GEMM peak of the machine (default: measured)")
     args = parser.parse_args()
 
+    peak = args.peak_gflops or fp32_gemm_peak(args.threads)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     work = Path(tempfile.gettempdir()) / "nmt_bench"
@@ -101,15 +130,19 @@ def main() -> None:
     data = ParallelData.from_files(files["train.en"], files["train.de"], sp, sp, max_length=128)
     test_src = files["test_2016_flickr.en"].read_text(encoding="utf-8").splitlines()[: args.decode_sentences]
 
-    print(f"machine: {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}")
+    print(f"machine: {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}, "
+          f"fp32 GEMM peak {peak:.0f} GFLOP/s (benchmarks/gemm_peak.py)")  # fmt: skip
     columns = ["arch", "size", "params", "bf16", "train tok/s (median)", "% of fp32 peak", "beam5 sent/s"]
     print("| " + " | ".join([*columns, "greedy sent/s", "peak RSS MiB"]) + " |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+    profiles = []
     for bf16 in args.bf16:
         torch.manual_seed(1)
         model = build_model({"arch": args.arch, "size": args.preset}, len(sp), len(sp), True).to(device)
         config = TrainConfig(batch_tokens=args.batch_tokens, bf16=bf16)
-        rate = statistics.median(measure_training(model, data, config, args.steps, device))
+        rates, profile = measure_training(model, data, config, args.steps, device, args.profile)
+        profiles.append(profile)
+        rate = statistics.median(rates)
         gflops = 6 * model.n_parameters() * rate / 1e9
         speeds = {}
         for method in ("beam", "greedy"):
@@ -119,8 +152,10 @@ def main() -> None:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(
             f"| {args.arch} | {args.preset} | {model.n_parameters()} | {bf16} | {rate:.0f} | "
-            f"{100 * gflops / args.peak_gflops:.0f}% | {speeds['beam']:.1f} | {speeds['greedy']:.1f} | {rss:.0f} |"
+            f"{100 * gflops / peak:.0f}% | {speeds['beam']:.1f} | {speeds['greedy']:.1f} | {rss:.0f} |"
         )
+    for profile in profiles:
+        print(profile)
 
 
 if __name__ == "__main__":
