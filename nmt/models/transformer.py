@@ -103,7 +103,7 @@ class MultiHeadAttention(nn.Module):
         else:
             q, (k, v) = self._heads(self.q(x)), kv
             new_cache = None
-        n = k.size(0)  # B, or B / K in beam search: keys and values per sentence (nmt.models.seq2seq.PerSentence)
+        n = k.size(0)  # B, or B / K in beam search: keys and values per sentence (nmt.models.state.PerSentence)
         if n != B:  # the K queries of a sentence's hypotheses as one query block: (n, H, K*L, D/H)
             q = q.reshape(n, B // n, self.n_heads, L, D // self.n_heads).transpose(1, 2).flatten(2, 3)
         # With a cache the single new query may see every cached key, so no causal mask is needed.
