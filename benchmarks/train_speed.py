@@ -52,7 +52,7 @@ def measure_training(model, data, config: TrainConfig, steps: int, device, profi
     for step in range(1, steps + 3 + profile):
         if profile and step == steps + 3:
             profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-            profiler.__enter__()
+            profiler.start()
         batch = make_batch(data, batches[step % len(batches)]).to(device)
         tick = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
@@ -70,7 +70,7 @@ def measure_training(model, data, config: TrainConfig, steps: int, device, profi
             rates.append(batch.n_trg_tokens / (time.perf_counter() - tick))
     if not profile:
         return rates, ""
-    profiler.__exit__(None, None, None)
+    profiler.stop()
     return rates, profile_table(profiler, profile)
 
 

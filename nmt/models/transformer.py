@@ -135,7 +135,7 @@ def attend(
     if causal:
         future = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).triu(1)
         scores = scores.masked_fill(future, float("-inf"))
-    return dropout(scores.softmax(dim=-1), p, training=p > 0.0) @ v
+    return dropout(scores.softmax(dim=-1), p, training=True) @ v
 
 
 class FeedForward(nn.Sequential):
