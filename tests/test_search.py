@@ -9,6 +9,7 @@ from nmt.decoding.search import (
     beam_search_nbest,
     greedy_search,
     length_penalty,
+    log_softmax_,
     max_output_lengths,
     sample_search,
 )
@@ -158,6 +159,49 @@ def test_beam_search_keeps_cross_attention_once_per_sentence_with_the_same_resul
     assert all(hyps == 4 * keys for hyps, keys in shared.rows[1:])  # a row of keys per sentence, as sentences end
     assert shared.rows[:2] == [(8, 8), (32, 8)] and shared.rows[-1][1] < 8  # the first step: one row per sentence
     assert all(hyps == keys for hyps, keys in copied.rows)
+
+
+class Recording:
+    """A model that records the rows (sentences) of every step."""
+
+    training = False
+
+    def __init__(self, model) -> None:
+        self.model, self.rows = model, []
+
+    def init_state(self, src):
+        return self.model.init_state(src)
+
+    def step(self, trg_prev, state):
+        self.rows.append(trg_prev.size(0))
+        return self.model.step(trg_prev, state)
+
+    def train(self, mode=True):
+        return self
+
+    def eval(self):
+        return self
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_greedy_search_drops_finished_sentences_from_the_batch(arch):
+    """A sentence leaves the batch when it ends, so each step computes only the sentences still going; each output is
+    the one of the sentence searched alone. A vocabulary of 6 makes EOS likely: the sentences end at many lengths."""
+    model = tiny_model(arch, 6)
+    src = sources(B=8, vocab=6)
+    recording = Recording(model)
+    batched = greedy_search(recording, src)
+    assert batched == [greedy_search(model, src[i : i + 1])[0] for i in range(src.size(0))]
+    lengths = [len(hyp) + 1 for hyp in batched]  # steps taken: the output and its EOS
+    assert len(set(lengths)) > 1
+    assert recording.rows == [sum(n >= t for n in lengths) for t in range(1, max(lengths) + 1)]
+
+
+def test_log_softmax_in_place_equals_log_softmax():
+    logits = torch.randn(7, 300) * 5
+    expected = torch.log_softmax(logits, dim=-1)
+    result = log_softmax_(logits)
+    assert result is logits and torch.equal(result, expected)
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from nmt.models.seq2seq import DecodingModel
-from nmt.models.state import map_tensors
+from nmt.models.state import map_tensors, reorder_state
 from nmt.vocab import BOS, EOS, PAD, UNK
 
 # Tokens that no search generates; sampling does not draw UNK either.
@@ -87,26 +87,29 @@ def sample_search(
 def _one_path_search(
     model: DecodingModel, src: torch.Tensor, choose, banned: tuple[int, ...], max_len_a: float, max_len_b: int
 ) -> list[list[int]]:
-    """Extend one hypothesis per sentence with ``choose(logits (B, V)) -> (B,)`` until EOS or the limit.
+    """Extend one hypothesis per sentence with ``choose(logits (n, V)) -> (n,)`` until EOS or the limit.
 
-    ``choose`` sees float32 logits with -inf at the ``banned`` ids (and at EOS first, for a non-empty source).
+    ``choose`` sees float32 logits with -inf at the ``banned`` ids (and at EOS first, for a non-empty source). A
+    sentence leaves the batch when it ends, so the work shrinks as sentences finish.
     """
     B = src.size(0)
-    limit = max_output_lengths(src, max_len_a, max_len_b)
-    nonempty = is_nonempty(src)
+    limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
+    outputs = src.new_full((B, int(limit.max())), PAD)
     state = model.init_state(src)
     prev = src.new_full((B,), BOS)
-    outputs = src.new_full((B, int(limit.max())), PAD)
-    done = torch.zeros(B, dtype=torch.bool, device=src.device)
+    active = torch.arange(B, device=src.device)  # (n,) the row in outputs of each active sentence
     for t in range(outputs.size(1)):
         logits, state = model.step(prev, state)
-        logits = ban(logits.to(torch.float32, copy=True), banned, nonempty if t == 0 else None)  # (B, V)
-        prev = choose(logits)
-        prev = torch.where(limit <= t + 1, torch.full_like(prev, EOS), prev)  # forced end at the limit
-        outputs[:, t] = prev.masked_fill(done, PAD)
-        done |= prev == EOS
-        if bool(done.all()):
-            break
+        prev = choose(ban(logits.float(), banned, is_nonempty(src) if t == 0 else None))  # (n,)
+        prev = prev.masked_fill(limit <= t + 1, EOS)  # forced end at the limit
+        outputs[active, t] = prev
+        going = prev != EOS
+        if not bool(going.all()):
+            if not bool(going.any()):
+                break
+            rows = going.nonzero().flatten()
+            active, prev, limit = active[rows], prev[rows], limit[rows]
+            state = reorder_state(state, rows)
     return [_strip(row) for row in outputs.tolist()]
 
 
@@ -305,12 +308,21 @@ def _next_lprobs(
     :return: the log-probabilities and the decoder state after ``prev``
     """
     logits, state = model.step(prev, state)
-    lprobs = ban(F.log_softmax(logits.float(), dim=-1), NEVER_GENERATED, no_eos)  # (n*K, V)
+    lprobs = log_softmax_(logits.float())
+    ban(lprobs, NEVER_GENERATED, no_eos)  # (n*K, V)
     if bool(at_limit.any()):  # forced end at the length limit
-        eos_only = torch.full_like(lprobs[0], float("-inf"))
-        eos_only[EOS] = 0.0
-        lprobs = torch.where(at_limit[:, None], eos_only, lprobs)
+        lprobs.masked_fill_(at_limit[:, None], float("-inf"))[:, EOS].masked_fill_(at_limit, 0.0)
     return lprobs, state
+
+
+def log_softmax_(logits: torch.Tensor) -> torch.Tensor:
+    """``log_softmax(logits)`` over the last dimension, computed in ``logits`` (which it returns).
+
+    In place, as every step's logits are the search's own (:class:`~nmt.models.seq2seq.DecodingModel`): a beam
+    step then holds one (n*K, V) tensor instead of two, megabytes at the peak of a decoding process. Each row's
+    maximum and sum are taken before it is written, so the result equals ``F.log_softmax``'s bit for bit.
+    """
+    return torch.log_softmax(logits, dim=-1, out=logits)
 
 
 def _keep_finished(

@@ -49,6 +49,7 @@ class DecodingModel(Protocol):
     def step(self, trg_prev: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
         """Logits (B, V) after ``trg_prev`` (B,), and the next state.
 
+        The logits are a tensor of their own (no view of one the model keeps), which search changes in place.
         The state's tensors are never changed in place: a tensor that ``step`` returns as it got it
         is one of the initial state's (e.g. the encoder output), which beam search copies less often.
         """

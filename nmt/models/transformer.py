@@ -240,7 +240,8 @@ class TransformerDecoder(nn.Module):
         memory = enc["memory"]
         B, _, D = memory.shape
         empty = memory.new_zeros(B, self.n_heads, 0, D // self.n_heads)
-        cross = [layer.cross_attn.project_kv(memory) for layer in self.layers]
+        # contiguous once here, else every step's attention copies them to fold (B, H) into one batch dimension
+        cross = [tuple(t.contiguous() for t in layer.cross_attn.project_kv(memory)) for layer in self.layers]
         return {
             "sentence": PerSentence({"src_mask": enc["src_mask"], "cross": cross}),
             "cache": [(empty, empty) for _ in self.layers],
