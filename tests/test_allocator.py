@@ -1,5 +1,6 @@
 """A decoding process keeps freed memory for the next search step instead of faulting fresh pages in."""
 
+import os
 import platform
 import subprocess
 import sys
@@ -36,3 +37,21 @@ def test_beam_search_reuses_freed_tensors_without_page_faults():
     """With glibc's defaults each step faults its logits and caches in again: 164k minor faults, 28k kept."""
     kept, default = _page_faults("keep"), _page_faults("default")
     assert kept < default / 3, (kept, default)
+
+
+MKL_SETTING = """
+import os
+from nmt.decoding.allocator import keep_freed_memory
+keep_freed_memory()
+print(os.environ["MKL_DISABLE_FAST_MM"])
+"""
+
+
+@pytest.mark.parametrize(("users", "expected"), [(None, "1"), ("0", "0")])
+def test_a_decoding_process_turns_mkl_buffer_keeping_off_unless_the_user_set_it(users, expected):
+    env = {k: v for k, v in os.environ.items() if k != "MKL_DISABLE_FAST_MM"}
+    if users is not None:
+        env["MKL_DISABLE_FAST_MM"] = users
+    out = subprocess.run([sys.executable, "-c", MKL_SETTING], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
