@@ -118,14 +118,34 @@ def test_beam_result_is_independent_of_the_batch(arch):
     assert batched == alone
 
 
-class CopiedPerBeam:
-    """A Transformer whose per-sentence state (cross-attention keys and values, source mask) beam search copies
-    for every hypothesis, as it did before :class:`PerSentence`; records the rows of each step's keys."""
+class Wrapped:
+    """A model behind the decoder contract that passes everything through; the wrappers below change a part."""
 
     training = False
 
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def init_state(self, src):
+        return self.model.init_state(src)
+
+    def step(self, trg_prev, state):
+        return self.model.step(trg_prev, state)
+
+    def train(self, mode=True):
+        return self
+
+    def eval(self):
+        return self
+
+
+class CopiedPerBeam(Wrapped):
+    """A Transformer whose per-sentence state (cross-attention keys and values, source mask) beam search copies
+    for every hypothesis, as it did before :class:`PerSentence`; records the rows of each step's keys."""
+
     def __init__(self, model, copy: bool) -> None:
-        self.model, self.copy, self.rows = model, copy, []
+        super().__init__(model)
+        self.copy, self.rows = copy, []
 
     def init_state(self, src):
         state = self.model.init_state(src)
@@ -137,12 +157,6 @@ class CopiedPerBeam:
         self.rows.append((trg_prev.size(0), state["sentence"].value["cross"][0][0].size(0)))
         logits, state = self.model.step(trg_prev, state)
         return logits, {**state, "sentence": state["sentence"].value} if self.copy else state
-
-    def train(self, mode=True):
-        return self
-
-    def eval(self):
-        return self
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.0])
@@ -161,26 +175,16 @@ def test_beam_search_keeps_cross_attention_once_per_sentence_with_the_same_resul
     assert all(hyps == keys for hyps, keys in copied.rows)
 
 
-class Recording:
+class Recording(Wrapped):
     """A model that records the rows (sentences) of every step."""
 
-    training = False
-
     def __init__(self, model) -> None:
-        self.model, self.rows = model, []
-
-    def init_state(self, src):
-        return self.model.init_state(src)
+        super().__init__(model)
+        self.rows = []
 
     def step(self, trg_prev, state):
         self.rows.append(trg_prev.size(0))
         return self.model.step(trg_prev, state)
-
-    def train(self, mode=True):
-        return self
-
-    def eval(self):
-        return self
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -254,29 +258,19 @@ def test_top_k_sampling_draws_only_among_the_k_best():
         assert all(token in allowed[t].tolist() for t, token in enumerate(hyp))
 
 
-class Favouring:
+class Favouring(Wrapped):
     """A model whose every step prefers the ``ids`` to any other token, the first most (a decoder that would end
     at once, or a label-smoothed model that spreads mass over UNK and BOS)."""
 
-    training = False
-
     def __init__(self, model, ids: list[int]) -> None:
-        self.model, self.ids = model, ids
-
-    def init_state(self, src):
-        return self.model.init_state(src)
+        super().__init__(model)
+        self.ids = ids
 
     def step(self, trg_prev, state):
         logits, state = self.model.step(trg_prev, state)
         bonus = torch.zeros_like(logits)
         bonus[:, self.ids] = torch.arange(len(self.ids), 0, -1, dtype=logits.dtype) * 100.0
         return logits + bonus, state
-
-    def train(self, mode=True):
-        return self
-
-    def eval(self):
-        return self
 
 
 SEARCHES = {
