@@ -51,7 +51,8 @@ def load_checkpoint(
     if not path.is_file():
         raise DataError(f"{path}: {'is a directory, not a checkpoint' if path.is_dir() else 'checkpoint not found'}")
     try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+        # mmap: the tensors are the file's pages, not a copy of them (nmt.model_dir.load_model makes them the model's)
+        ckpt = torch.load(path, map_location=map_location, weights_only=True, mmap=True)
     except Exception as e:  # a truncated or foreign file: say which one, in one line
         message = (str(e).strip().splitlines() or [""])[0]
         raise DataError(f"{path}: not a readable checkpoint ({type(e).__name__}: {message})") from e

@@ -100,8 +100,7 @@ def load_model(
     path = model_dir / MODEL_FILE
     ckpt = read_model_file(model_dir, device)
     try:
-        model = model_from_spec(ckpt["spec"])
-        model.load_state_dict(ckpt["model"])
+        model = model_from_spec(ckpt["spec"], weights=ckpt["model"])
     except (NmtError, KeyError, TypeError, RuntimeError) as e:  # a spec or weights of another program
         raise DataError(f"{path}: weights do not fit the model spec they came with ({_one_line(e)})") from e
     model.to(device).eval()

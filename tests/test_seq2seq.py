@@ -98,3 +98,26 @@ def test_transformer_norm_options_and_tied_embeddings(norm):
     assert untied.decoder.output.weight is not untied.decoder.embedding.tokens.weight
     assert untied.encoder.embedding is not untied.decoder.embedding
     assert untied.n_parameters() == model.n_parameters() + 2 * V * 64
+
+
+@pytest.mark.parametrize(
+    "arch, options",
+    [(arch, {}) for arch in ARCHS] + [("rnn", {"cell": "lstm"}), ("transformer", {"tie_output": False})],
+)
+def test_a_model_loaded_from_its_file_equals_the_saved_one(arch, options, tmp_path):
+    """model_from_spec with weights: the file's tensors become the parameters, tied ones stay one tensor."""
+    from nmt.checkpoint import load_checkpoint, save_checkpoint
+    from nmt.models.seq2seq import model_from_spec
+
+    saved = tiny_model(arch, V, seed=3, **options)
+    save_checkpoint(tmp_path / "model.pt", {"spec": saved.spec, "model": saved.state_dict()})
+    ckpt = load_checkpoint(tmp_path / "model.pt")
+    loaded = model_from_spec(ckpt["spec"], weights=ckpt["model"]).eval()
+    assert not [name for name, t in [*loaded.named_parameters(), *loaded.named_buffers()] if t.is_meta]
+    assert len(list(loaded.parameters())) == len(list(saved.parameters()))  # ties kept: as many distinct tensors
+    for name, param in loaded.named_parameters(remove_duplicate=False):
+        assert param.data_ptr() == ckpt["model"][name].data_ptr(), f"{name} is a copy of the file's tensor"
+    src, trg_in = toy_batch()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(src, trg_in), saved(src, trg_in), rtol=0, atol=0)
+        torch.testing.assert_close(stepwise_logits(loaded, src, trg_in), stepwise_logits(saved, src, trg_in))

@@ -17,10 +17,15 @@ from nmt.vocab import PAD
 
 
 def sinusoid_table(length: int, d_model: int) -> torch.Tensor:
-    """Sinusoidal position encodings with base 10000 (section 3.5), shape (length, D)."""
-    pos = torch.arange(length, dtype=torch.float32)[:, None]
-    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(length, d_model)
+    """Sinusoidal position encodings with base 10000 (section 3.5), shape (length, D).
+
+    Computed on the CPU even where the model is built on the meta device to receive its weights
+    (:func:`nmt.model_dir.load_model`): the table is no weight, and the file does not hold it.
+    """
+    pos = torch.arange(length, dtype=torch.float32, device="cpu")[:, None]
+    inv_freq = torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model)
+    inv_freq = torch.exp(inv_freq)
+    table = torch.zeros(length, d_model, device="cpu")
     table[:, 0::2] = torch.sin(pos * inv_freq)
     table[:, 1::2] = torch.cos(pos * inv_freq)
     return table
