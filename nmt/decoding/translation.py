@@ -9,7 +9,6 @@ runtime only, so that a CTranslate2 decoding process never loads it (:func:`load
 import itertools
 import logging
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -315,8 +314,7 @@ def load_decoding(
 
     :param device: ``auto`` (CUDA when there is one), ``cpu`` or ``cuda``
     :param threads: the process's computing threads (torch's intra-op threads, CTranslate2's ``intra_threads``);
-        None keeps torch's setting, and gives CTranslate2 torch's setting where torch is loaded, else the CPUs the
-        process may use
+        None keeps torch's setting, and gives CTranslate2 the CPUs the process may use
     :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
     """
     if config.runtime == "torch":
@@ -335,8 +333,6 @@ def load_decoding(
     config.check("decoding")  # refuses beam search before the model loads
     from nmt.decoding.ctranslate2 import ct2_device, ct2_search, load_ctranslate2
 
-    if threads is None and "torch" in sys.modules:  # the caller set torch's threads (scripts/translate_test.py)
-        threads = sys.modules["torch"].get_num_threads()
     # CTranslate2's own default is 4 threads, whatever the machine: else, the CPUs this process may use.
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], ct2_device(device), threads or cpus)

@@ -107,7 +107,7 @@ rule backtranslate_part:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate_test.py"
+        "../scripts/translate.py"
 
 
 # Merge the parts, filter degenerate synthetic pairs, tag them, and mix them with the real data.

@@ -49,7 +49,7 @@ rule distill_part:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate_test.py"
+        "../scripts/translate.py"
 
 
 # Pair the training source with the teacher's translations (dropping degenerate ones), optionally with the real pairs.
@@ -113,7 +113,7 @@ rule translate_export:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate_export.py"
+        "../scripts/translate.py"
 
 
 # Teacher and students in one table per pair and test set: BLEU/chrF/TER with significance against the teacher,
