@@ -1,5 +1,7 @@
 """Greedy, sampling and beam search through the decoder contract."""
 
+import weakref
+
 import pytest
 import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
@@ -199,6 +201,29 @@ def test_greedy_search_drops_finished_sentences_from_the_batch(arch):
     lengths = [len(hyp) + 1 for hyp in batched]  # steps taken: the output and its EOS
     assert len(set(lengths)) > 1
     assert recording.rows == [sum(n >= t for n in lengths) for t in range(1, max(lengths) + 1)]
+
+
+class HoldsNoLogits(Wrapped):
+    """Records, at each step, whether the logits the previous step returned are still alive."""
+
+    def __init__(self, model) -> None:
+        super().__init__(model)
+        self.previous, self.held = None, []
+
+    def step(self, trg_prev, state):
+        if self.previous is not None:
+            self.held.append(self.previous() is not None)
+        logits, state = self.model.step(trg_prev, state)
+        self.previous = weakref.ref(logits)
+        return logits, state
+
+
+def test_beam_search_frees_each_steps_logits_before_the_next_step():
+    """The (n*K, V) scores of a step are megabytes at the peak of a decoding process: not to be held through the
+    next step's model call."""
+    model = HoldsNoLogits(tiny_model("transformer", V))
+    beam_search(model, sources(), beam_size=4, alpha=0.0)
+    assert len(model.held) > 2 and not any(model.held)
 
 
 def test_log_softmax_in_place_equals_log_softmax():

@@ -211,6 +211,7 @@ def beam_search_nbest(
         n, V = len(active), lprobs.size(-1)
         cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: lprobs is this step's own tensor
         top_scores, top_idx = cand.topk(2 * K, dim=1)  # (n, 2K)
+        del lprobs, cand  # megabytes: not to be held through the next step
         beam, tok = top_idx // V, top_idx % V
         is_eos = tok == EOS
         rows = torch.arange(n, device=device)[:, None] * K + beam  # (n, 2K) row of the parent
