@@ -140,7 +140,8 @@ def model_from_spec(spec: dict[str, Any], weights: dict[str, torch.Tensor] | Non
     names_of: dict[int, list[str]] = {}
     for name, param in model.named_parameters(remove_duplicate=False):
         names_of.setdefault(id(param), []).append(name)
-    model.load_state_dict(weights, assign=True)
+    dtypes = {name: t.dtype for name, t in model.state_dict().items()}  # assign keeps the file's dtype: cast to ours
+    model.load_state_dict({name: t.to(dtypes.get(name, t.dtype)) for name, t in weights.items()}, assign=True)
     for first, *aliases in names_of.values():
         for name in aliases:
             owner, _, attr = name.rpartition(".")

@@ -20,7 +20,7 @@ def sinusoid_table(length: int, d_model: int) -> torch.Tensor:
     """Sinusoidal position encodings with base 10000 (section 3.5), shape (length, D).
 
     Computed on the CPU even where the model is built on the meta device to receive its weights
-    (:func:`nmt.model_dir.load_model`): the table is no weight, and the file does not hold it.
+    (:func:`nmt.models.seq2seq.model_from_spec`): the table is no weight, and the file does not hold it.
     """
     pos = torch.arange(length, dtype=torch.float32, device="cpu")[:, None]
     inv_freq = torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model)

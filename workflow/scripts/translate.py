@@ -1,6 +1,6 @@
-"""Rules translate_test, backtranslate_part and translate_export: translate one file with a model, an ensemble of
-models, or a CTranslate2 export. An export's process never imports torch (nmt.decoding.translation imports it for
-the torch runtime only), so that the job's time is a deployment's."""
+"""Rules translate_test, backtranslate_part, distill_part and translate_export: translate one file with a model, an
+ensemble of models, or a CTranslate2 export. An export's process never imports torch (nmt.decoding.translation
+imports it for the torch runtime only), so that the job's time is a deployment's."""
 
 from pathlib import Path
 
