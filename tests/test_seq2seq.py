@@ -117,9 +117,9 @@ def test_a_model_loaded_from_its_file_equals_the_saved_one(arch, options, tmp_pa
     assert len(list(loaded.parameters())) == len(list(saved.parameters()))  # ties kept: as many distinct tensors
     for name, param in loaded.named_parameters(remove_duplicate=False):
         assert param.data_ptr() == ckpt["model"][name].data_ptr(), f"{name} is a copy of the file's tensor"
-    src, trg_in = toy_batch()
     halved = model_from_spec(ckpt["spec"], weights={k: v.half() for k, v in ckpt["model"].items()})
     assert {p.dtype for p in halved.parameters()} == {torch.float32}  # the model's dtype, whatever the file's
+    src, trg_in = toy_batch()
     with torch.no_grad():
         torch.testing.assert_close(loaded(src, trg_in), saved(src, trg_in), rtol=0, atol=0)
         torch.testing.assert_close(stepwise_logits(loaded, src, trg_in), stepwise_logits(saved, src, trg_in))

@@ -129,14 +129,14 @@ def model_from_spec(spec: dict[str, Any], weights: dict[str, torch.Tensor] | Non
 
     :raises RuntimeError: if ``weights`` lack a parameter of the model, have one it lacks, or one of another shape
     """
-    options = {"arch": spec["arch"], **spec["config"]}
-    for key, value in options.items():
-        if isinstance(value, list):
-            options[key] = tuple(value)
     if weights is None:
+        options = {"arch": spec["arch"], **spec["config"]}
+        for key, value in options.items():
+            if isinstance(value, list):
+                options[key] = tuple(value)
         return build_model(options, spec["src_vocab"], spec["trg_vocab"], spec["shared_vocab"], where="checkpoint")
     with torch.device("meta"), Unfilled():
-        model = build_model(options, spec["src_vocab"], spec["trg_vocab"], spec["shared_vocab"], where="checkpoint")
+        model = model_from_spec(spec)
     names_of: dict[int, list[str]] = {}
     for name, param in model.named_parameters(remove_duplicate=False):
         names_of.setdefault(id(param), []).append(name)
