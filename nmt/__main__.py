@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from nmt.config import DecodeConfig, from_dict
+from nmt.decoding.translation import AUTO_WORKERS
 from nmt.entry import entry_point
 from nmt.errors import ConfigError, DataError
 
@@ -51,7 +52,7 @@ def translate(args: argparse.Namespace) -> None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input)) if args.input else "stdin"
     keep_freed_memory()  # a decoding process: reuse each step's freed tensors instead of faulting pages in
-    model, src_sp, trg_sp, search = load_decoding(args.model, config, args.device, args.bf16)
+    model, src_sp, trg_sp, search = load_decoding(args.model, config, args.device, args.bf16, workers=args.workers)
     device = None  # the n-best lists of translate_nbest need it (beam search: torch)
     if args.nbest is not None:
         from nmt.device import get_device
@@ -206,6 +207,9 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--max-len-b", type=int, default=search.max_len_b, help="(S: source subwords, EOS included)")
     p.add_argument("--batch-size", type=positive_int, default=search.batch_size, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
+    p.add_argument("--workers", type=positive_int, help="CPU: batches searched at once, each by its share of "
+                   f"the threads (default: one per thread, at most {AUTO_WORKERS}; 1: one batch at a time, all "
+                   "threads)%(default).0s")  # fmt: skip
     p.add_argument("--bf16", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
                    help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; "
                    "--bf16 alone: on")  # fmt: skip

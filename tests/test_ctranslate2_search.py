@@ -10,7 +10,7 @@ from nmt.data.batches import pad
 from nmt.data.subword import load_subword
 from nmt.decoding.ctranslate2 import ct2_search, load_ctranslate2
 from nmt.decoding.search import greedy_search
-from nmt.decoding.translation import translate_file
+from nmt.decoding.translation import SourceBatch, translate_file
 from nmt.errors import ConfigError
 from nmt.model_dir import write_model
 from nmt.vocab import BOS, EOS, PAD, UNK
@@ -136,7 +136,7 @@ def test_no_empty_output_and_never_pad_or_bos(toy_spm, tmp_path, method):
     src = [ids + [EOS] for ids in sp.encode(lines)]
     ct2_model, _, _ = load_ctranslate2(tmp_path, "cpu", 1)
     search = ct2_search(ct2_model.translator, sp, sp, DecodeConfig(method=method))
-    hyps = search(src, 1.5, 10)
+    (hyps,) = search([SourceBatch(src, 1.5, 10)])
     if method == "greedy":
         assert hyps == greedy_search(model, pad(src)) == [[UNK]] * len(lines)
     else:

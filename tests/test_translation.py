@@ -4,6 +4,8 @@ import logging
 import shutil
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 import torch
@@ -12,7 +14,7 @@ from conftest import make_toy_corpus, run_training, tiny_model
 from nmt.config import DecodeConfig, ModelMeta
 from nmt.data.filters import Normalizer
 from nmt.data.subword import load_subword
-from nmt.decoding.translation import translate_file, translate_lines, translate_windows
+from nmt.decoding.translation import in_threads, load_decoding, translate_file, translate_lines, translate_windows
 from nmt.device import get_device
 from nmt.model_dir import load_model, write_meta
 from nmt.vocab import EOS
@@ -125,6 +127,56 @@ def test_sampling_draws_anew_in_every_window(toy_spm):
     first, second = sample()
     assert first != second
     assert sample() == [first, second]
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam", "sample"])
+def test_workers_search_batches_at_once_with_the_same_output(trained_model, toy_corpus, method):
+    """On the CPU, 2 threads search 2 batches at once, each with 1 of torch's threads, and write what one batch at a
+    time writes; sampling, whose draws follow the batches' order, keeps one batch at a time."""
+    model_dir, _ = trained_model
+    lines = toy_corpus["test.en"].read_text().splitlines()
+    config = DecodeConfig(method=method, batch_size=5)  # 8 batches
+    threads_before = torch.get_num_threads()
+    outputs, seen = {}, {}
+    try:
+        for workers in (1, None):
+            model, src_sp, trg_sp, search = load_decoding([model_dir], config, "cpu", threads=2, workers=workers)
+            calls = seen[workers] = set()
+            model.encoder.register_forward_pre_hook(
+                lambda *_: calls.add((threading.current_thread().name, torch.get_num_threads()))  # noqa: B023
+            )
+            outputs[workers] = translate_lines(model, src_sp, trg_sp, lines, config, search=search)
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads_before)
+    assert outputs[None] == outputs[1]
+    assert seen[1] == {("MainThread", 2)}
+    if method == "sample":
+        assert seen[None] == {("MainThread", 2)}
+    else:
+        assert {name for name, _ in seen[None]} == {"search_0", "search_1"} and {n for _, n in seen[None]} == {1}
+
+
+def test_in_threads_keeps_order_runs_at_once_and_stops_on_an_error():
+    barrier = threading.Barrier(2, timeout=10)  # broken (an error) unless two items run at once
+    started = []
+
+    def work(i: int) -> int:
+        started.append(i)
+        if i < 2:
+            barrier.wait()
+        time.sleep(0.01 * (i % 3))
+        if i == 6:
+            raise ValueError("item 6")
+        return i * i
+
+    results = []
+    with pytest.raises(ValueError, match="item 6"):
+        for result in in_threads(work, range(20), workers=2):
+            results.append(result)
+            assert len(started) <= len(results) + 3  # 2 running, 1 waiting, besides the ones handed back
+    assert results == [i * i for i in range(6)]
+    assert max(started) <= 9, "items after the failed one and its look-ahead are never run"
 
 
 def test_translate_file_survives_bad_lines(trained_model, tmp_path, caplog):

@@ -38,7 +38,7 @@ Tokens: as in :mod:`nmt.decoding.search`, PAD and BOS are suppressed, UNK too wh
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -266,9 +266,10 @@ def _load_export(
 
 def ct2_search(
     translator, src_sp: spm.SentencePieceProcessor, trg_sp: spm.SentencePieceProcessor, config: DecodeConfig
-) -> Callable[[list[list[int]], float, int], list[list[int]]]:
-    """A search over a batch of source ids, each ending with EOS, by ``translator``: output ids without EOS per
-    sentence."""
+) -> Callable[[list], Iterator[list[list[int]]]]:
+    """A :data:`nmt.decoding.translation.Search` by ``translator``: over batches of source ids, each ending with EOS
+    (:class:`~nmt.decoding.translation.SourceBatch`), output ids without EOS per sentence. One batch at a time:
+    ``translator`` spreads each over its ``intra_threads``."""
     config.check("decoding")  # refuses method beam with runtime ctranslate2
     import ctranslate2
 
@@ -276,9 +277,9 @@ def ct2_search(
     ctranslate2.set_random_seed(config.seed)
     never = [[trg_sp.id_to_piece(PAD)], [trg_sp.id_to_piece(BOS)]]  # nmt.decoding.search.NEVER_GENERATED
 
-    def search(src: list[list[int]], max_len_a: float, max_len_b: int) -> list[list[int]]:
-        ids = [row[:-1] for row in src]  # without EOS, which CTranslate2 appends
-        limits = [max_decoding_length(len(row), max_len_a, max_len_b) for row in ids]
+    def search_batch(batch) -> list[list[int]]:
+        ids = [row[:-1] for row in batch.src]  # without EOS, which CTranslate2 appends
+        limits = [max_decoding_length(len(row), batch.max_len_a, batch.max_len_b) for row in ids]
         results = translator.translate_batch(
             [[src_sp.id_to_piece(i) for i in row] for row in ids],
             beam_size=1,
@@ -294,4 +295,4 @@ def ct2_search(
             for result, limit in zip(results, limits, strict=True)
         ]
 
-    return search
+    return lambda batches: map(search_batch, batches)

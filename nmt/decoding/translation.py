@@ -9,9 +9,11 @@ runtime only, so that a CTranslate2 decoding process never loads it (:func:`load
 import itertools
 import logging
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, NamedTuple
 
 import sentencepiece as spm
 
@@ -102,6 +104,14 @@ def length_limits(src_len: int, config: DecodeConfig, limit: int | None) -> tupl
     return config.max_len_a, config.max_len_b
 
 
+class SourceBatch(NamedTuple):
+    """Sources (subword ids, each ending with EOS) searched together within the output limit ``a * S + b``."""
+
+    src: list[list[int]]
+    max_len_a: float
+    max_len_b: int
+
+
 def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> Iterator[tuple[list[int], float, int]]:
     """Batches of line indices (the non-empty lines, sorted by length) with the ``(a, b)`` of their output limit."""
     order = sorted((i for i in range(len(ids)) if len(ids[i]) > 1), key=lambda i: len(ids[i]))
@@ -113,9 +123,12 @@ def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> I
             yield list(chunk), max_len_a, max_len_b
 
 
-# A search over one batch of sources (subword ids, each ending with EOS) within the output limit a * S + b: a list
-# per sentence.
-Search = Callable[[list[list[int]], float, int], list]
+# Decoding workers by default on the CPU, at most (torch_search): each holds a batch's search in memory, so this
+# bounds memory on many-core machines; measured only up to 2 cores (benchmarks/README.md, "What made it faster").
+AUTO_WORKERS = 4
+
+# A search over the batches of one window: what it finds for each batch, in their order (a list per sentence).
+Search = Callable[[list[SourceBatch]], Iterator[list]]
 
 
 def search_lines(
@@ -129,7 +142,7 @@ def search_lines(
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[list[int], list]]:
     """The setup that :func:`translate_lines` and :func:`translate_nbest` share: yield, batch by batch,
-    the indices of its lines and what ``search(src, max_len_a, max_len_b)`` returns for them.
+    the indices of its lines and what ``search`` finds for them.
 
     The model is in eval mode meanwhile. Lines are encoded and cut to the model's :func:`position_limit`
     (:func:`encode_sources`) and sorted by length into batches (:func:`_batches`); empty lines are
@@ -142,8 +155,10 @@ def search_lines(
         ids = encode_sources(src_sp, lines, limit, name, first_line)
         if progress:
             progress(sum(len(x) <= 1 for x in ids))  # the empty lines
-        for chunk, max_len_a, max_len_b in _batches(ids, config, limit):
-            yield chunk, search([ids[i] for i in chunk], max_len_a, max_len_b)
+        batches = list(_batches(ids, config, limit))
+        found = search([SourceBatch([ids[i] for i in chunk], a, b) for chunk, a, b in batches])
+        for (chunk, _, _), out in zip(batches, found, strict=True):
+            yield chunk, out
             if progress:
                 progress(len(chunk))
     finally:
@@ -151,11 +166,25 @@ def search_lines(
 
 
 def torch_search(
-    model: "DecodingModel", config: DecodeConfig, device: "torch.device", bf16: str = "auto", nbest: int | None = None
+    model: "DecodingModel",
+    config: DecodeConfig,
+    device: "torch.device",
+    bf16: str = "auto",
+    nbest: int | None = None,
+    threads: int = 1,
+    workers: int | None = None,
 ) -> Search:
     """``config.method``'s search over ``model`` in torch, on padded batches (B, S) on ``device`` under autocast, or
     with ``nbest`` the n-best lists of beam search. Sampling draws from a generator seeded with ``config.seed``,
-    which goes on from one call to the next (one search per file: :func:`translate_windows`)."""
+    which goes on from one call to the next (one search per file: :func:`translate_windows`).
+
+    On the CPU, ``threads`` (the process's threads) are split among ``workers`` threads, each searching a batch
+    of the window with its share of torch's threads (by default one worker per thread, at most
+    :data:`AUTO_WORKERS`, and never more than the window has batches). A search step's small operators and
+    its matrix products of a few rows keep one core busy better than they split over two
+    (benchmarks/README.md, "What made it faster"); each worker holds one batch's search in memory. Sampling
+    takes one batch at a time, so that its draws follow the batches' order.
+    """
     import torch
 
     from nmt.data.batches import pad
@@ -165,9 +194,9 @@ def torch_search(
     generator = torch.Generator(device=device).manual_seed(config.seed)
 
     @torch.no_grad()
-    def search(ids: list[list[int]], max_len_a: float, max_len_b: int) -> list:
-        src = pad(ids).to(device)
-        a, b = max_len_a, max_len_b
+    def search_batch(batch: SourceBatch) -> list:
+        src = pad(batch.src).to(device)
+        a, b = batch.max_len_a, batch.max_len_b
         with autocast(device, bf16):
             if nbest is not None:
                 return beam_search_nbest(model, src, config.beam_size, config.length_penalty, a, b, nbest=nbest)
@@ -177,7 +206,38 @@ def torch_search(
                 return sample_search(model, src, config.sampling_topk, generator, a, b)
             return beam_search(model, src, config.beam_size, config.length_penalty, a, b)
 
+    most = 1 if config.method == "sample" else min(threads, workers or AUTO_WORKERS)
+
+    def search(batches: list[SourceBatch]) -> Iterator[list]:
+        n = min(most, len(batches))
+        if n <= 1:
+            yield from map(search_batch, batches)
+            return
+        torch.set_num_threads(threads // n)
+        try:
+            yield from in_threads(search_batch, batches, n)
+        finally:
+            torch.set_num_threads(threads)
+
     return search
+
+
+def in_threads(fn: Callable, items: Iterable, workers: int) -> Iterator:
+    """``map(fn, items)`` run by ``workers`` threads: results in the order of ``items``, with at most ``workers``
+    items started ahead of the one awaited (bounded memory). Items not started yet when the caller stops or an
+    item fails are never run."""
+    with ThreadPoolExecutor(workers, thread_name_prefix="search") as pool:
+        pending: deque[Future] = deque()
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) > workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def translate_lines(
@@ -304,6 +364,7 @@ def load_decoding(
     device: str = "auto",
     bf16: str = "auto",
     threads: int | None = None,
+    workers: int | None = None,
 ) -> tuple["DecodingModel | CTranslate2Model", spm.SentencePieceProcessor, spm.SentencePieceProcessor, Search]:
     """The model of ``config.runtime`` with its subword models and its search.
 
@@ -315,6 +376,8 @@ def load_decoding(
     :param device: ``auto`` (CUDA when there is one), ``cpu`` or ``cuda``
     :param threads: the process's computing threads (torch's intra-op threads, CTranslate2's ``intra_threads``);
         None keeps torch's setting, and gives CTranslate2 the CPUs the process may use
+    :param workers: torch on the CPU: batches searched at once, each by ``threads / workers`` threads (None: one
+        per thread, at most :data:`AUTO_WORKERS`; see :func:`torch_search`)
     :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
     """
     if config.runtime == "torch":
@@ -327,7 +390,8 @@ def load_decoding(
             torch.set_num_threads(threads)
         dev = get_device(device)
         model, src_sp, trg_sp = load_ensemble(model_dirs, dev, bf16)
-        return model, src_sp, trg_sp, torch_search(model, config, dev, bf16)
+        cpu_threads = torch.get_num_threads() if dev.type == "cpu" else 1
+        return model, src_sp, trg_sp, torch_search(model, config, dev, bf16, threads=cpu_threads, workers=workers)
     if len(model_dirs) > 1:
         raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
     config.check("decoding")  # refuses beam search before the model loads
