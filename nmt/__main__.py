@@ -208,8 +208,8 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=positive_int, default=search.batch_size, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
     p.add_argument("--workers", type=positive_int, help="CPU: batches searched at once, each by its share of "
-                   f"the threads (default: one per thread, at most {AUTO_WORKERS}; 1: one batch at a time, all "
-                   "threads)%(default).0s")  # fmt: skip
+                   f"the threads (default: greedy one per thread, at most {AUTO_WORKERS}; beam 1; sample always 1)"
+                   "%(default).0s")  # fmt: skip
     p.add_argument("--bf16", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
                    help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; "
                    "--bf16 alone: on")  # fmt: skip

@@ -129,32 +129,37 @@ def test_sampling_draws_anew_in_every_window(toy_spm):
     assert sample() == [first, second]
 
 
-@pytest.mark.parametrize("method", ["greedy", "beam", "sample"])
-def test_workers_search_batches_at_once_with_the_same_output(trained_model, toy_corpus, method):
-    """On the CPU, 2 threads search 2 batches at once, each with 1 of torch's threads, and write what one batch at a
-    time writes; sampling, whose draws follow the batches' order, keeps one batch at a time."""
+@pytest.mark.parametrize(
+    ("method", "workers", "in_two"),
+    [("greedy", None, True), ("beam", None, False), ("beam", 2, True), ("sample", 2, False)],
+)
+def test_workers_search_batches_at_once_with_the_same_output(trained_model, toy_corpus, method, workers, in_two):
+    """On the CPU with 2 threads, greedy search by default and beam search with 2 workers search 2 batches at once,
+    each with 1 of torch's threads, and write what one batch at a time writes; by default beam search (K times the
+    memory per batch) takes one batch at a time, and sampling, whose draws follow the batches' order, always does."""
     model_dir, _ = trained_model
     lines = toy_corpus["test.en"].read_text().splitlines()
     config = DecodeConfig(method=method, batch_size=5)  # 8 batches
     threads_before = torch.get_num_threads()
     outputs, seen = {}, {}
     try:
-        for workers in (1, None):
-            model, src_sp, trg_sp, search = load_decoding([model_dir], config, "cpu", threads=2, workers=workers)
-            calls = seen[workers] = set()
+        for n in (1, workers):
+            model, src_sp, trg_sp, search = load_decoding([model_dir], config, "cpu", threads=2, workers=n)
+            calls = seen[n] = set()
             model.encoder.register_forward_pre_hook(
                 lambda *_: calls.add((threading.current_thread().name, torch.get_num_threads()))  # noqa: B023
             )
-            outputs[workers] = translate_lines(model, src_sp, trg_sp, lines, config, search=search)
+            outputs[n] = translate_lines(model, src_sp, trg_sp, lines, config, search=search)
             assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads_before)
-    assert outputs[None] == outputs[1]
+    assert outputs[workers] == outputs[1]
     assert seen[1] == {("MainThread", 2)}
-    if method == "sample":
-        assert seen[None] == {("MainThread", 2)}
+    if in_two:
+        assert {name for name, _ in seen[workers]} == {"search_0", "search_1"}
+        assert {threads for _, threads in seen[workers]} == {1}
     else:
-        assert {name for name, _ in seen[None]} == {"search_0", "search_1"} and {n for _, n in seen[None]} == {1}
+        assert seen[workers] == {("MainThread", 2)}
 
 
 def test_in_threads_keeps_order_runs_at_once_and_stops_on_an_error():

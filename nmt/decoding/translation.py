@@ -123,8 +123,9 @@ def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> I
             yield list(chunk), max_len_a, max_len_b
 
 
-# Decoding workers by default on the CPU, at most (torch_search): each holds a batch's search in memory, so this
-# bounds memory on many-core machines; measured only up to 2 cores (benchmarks/README.md, "What made it faster").
+# Greedy search's workers on the CPU by default, at most (torch_search): each holds a batch's search in memory, so
+# this bounds memory on many-core machines; measured only up to 2 cores (benchmarks/README.md, "What made it
+# faster").
 AUTO_WORKERS = 4
 
 # A search over the batches of one window: what it finds for each batch, in their order (a list per sentence).
@@ -178,12 +179,13 @@ def torch_search(
     with ``nbest`` the n-best lists of beam search. Sampling draws from a generator seeded with ``config.seed``,
     which goes on from one call to the next (one search per file: :func:`translate_windows`).
 
-    On the CPU, ``threads`` (the process's threads) are split among ``workers`` threads, each searching a batch
-    of the window with its share of torch's threads (by default one worker per thread, at most
-    :data:`AUTO_WORKERS`, and never more than the window has batches). A search step's small operators and
-    its matrix products of a few rows keep one core busy better than they split over two
-    (benchmarks/README.md, "What made it faster"); each worker holds one batch's search in memory. Sampling
-    takes one batch at a time, so that its draws follow the batches' order.
+    ``threads`` (the process's CPU threads; 1 on a GPU) are split among ``workers`` threads, each searching a batch
+    of the window with its share of torch's threads; never more workers than threads or than the window has
+    batches. A search step's small operators and its matrix products of a few rows keep one core busy better than
+    they split over two, and each worker holds one batch's search in memory (benchmarks/README.md, "What made it
+    faster"). So by default greedy search runs one worker per thread (at most :data:`AUTO_WORKERS`), and beam
+    search, whose batch holds K hypotheses per sentence, one batch at a time. Sampling always takes one batch at a
+    time, so that its draws follow the batches' order.
     """
     import torch
 
@@ -206,27 +208,27 @@ def torch_search(
                 return sample_search(model, src, config.sampling_topk, generator, a, b)
             return beam_search(model, src, config.beam_size, config.length_penalty, a, b)
 
-    most = 1 if config.method == "sample" else min(threads, workers or AUTO_WORKERS)
+    greedy = config.method == "greedy" and nbest is None
+    most = 1 if config.method == "sample" else min(threads, workers or (AUTO_WORKERS if greedy else 1))
 
     def search(batches: list[SourceBatch]) -> Iterator[list]:
         n = min(most, len(batches))
         if n <= 1:
             yield from map(search_batch, batches)
             return
-        torch.set_num_threads(threads // n)
-        try:
-            yield from in_threads(search_batch, batches, n)
+        try:  # each worker sets its own threads: OpenMP's and MKL's settings are per thread
+            yield from in_threads(search_batch, batches, n, start=lambda: torch.set_num_threads(threads // n))
         finally:
-            torch.set_num_threads(threads)
+            torch.set_num_threads(threads)  # and torch's default for new threads, which the workers set
 
     return search
 
 
-def in_threads(fn: Callable, items: Iterable, workers: int) -> Iterator:
-    """``map(fn, items)`` run by ``workers`` threads: results in the order of ``items``, with at most ``workers``
-    items started ahead of the one awaited (bounded memory). Items not started yet when the caller stops or an
-    item fails are never run."""
-    with ThreadPoolExecutor(workers, thread_name_prefix="search") as pool:
+def in_threads(fn: Callable, items: Iterable, workers: int, start: Callable[[], object] | None = None) -> Iterator:
+    """``map(fn, items)`` run by ``workers`` threads, each of which first calls ``start``: results in the order of
+    ``items``, with at most ``workers`` items started ahead of the one awaited (bounded memory). Items not started
+    yet when the caller stops or an item fails are never run."""
+    with ThreadPoolExecutor(workers, thread_name_prefix="search", initializer=start) as pool:
         pending: deque[Future] = deque()
         try:
             for item in items:
@@ -376,8 +378,8 @@ def load_decoding(
     :param device: ``auto`` (CUDA when there is one), ``cpu`` or ``cuda``
     :param threads: the process's computing threads (torch's intra-op threads, CTranslate2's ``intra_threads``);
         None keeps torch's setting, and gives CTranslate2 the CPUs the process may use
-    :param workers: torch on the CPU: batches searched at once, each by ``threads / workers`` threads (None: one
-        per thread, at most :data:`AUTO_WORKERS`; see :func:`torch_search`)
+    :param workers: torch on the CPU: batches searched at once, each by ``threads / workers`` threads (None: greedy
+        search one per thread, at most :data:`AUTO_WORKERS`, other searches 1; see :func:`torch_search`)
     :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
     """
     if config.runtime == "torch":
