@@ -12,8 +12,7 @@ from contextlib import nullcontext
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from nmt.config import DecodeConfig, from_dict
-from nmt.decoding.translation import AUTO_WORKERS
+from nmt.config import AUTO_WORKERS, DecodeConfig, from_dict
 from nmt.entry import entry_point
 from nmt.errors import ConfigError, DataError
 

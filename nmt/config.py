@@ -358,6 +358,12 @@ class ModelMeta:
     tagged_bt: bool = False
 
 
+# Greedy search's workers on the CPU by default, at most (nmt.decoding.translation.torch_search): each holds a
+# batch's search in memory, so this bounds memory on many-core machines; measured only up to 2 cores
+# (benchmarks/README.md, "What made it faster").
+AUTO_WORKERS = 4
+
+
 @dataclass
 class DecodeConfig:
     """Search settings; output length is at most ``max_len_a * S + max_len_b`` subwords.

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 import sentencepiece as spm
 
 from nmt.atomic import atomic_text
-from nmt.config import DecodeConfig
+from nmt.config import AUTO_WORKERS, DecodeConfig
 from nmt.errors import ConfigError, DataError
 from nmt.progress import LOG_EVERY, Progress, count_lines
 from nmt.vocab import EOS
@@ -123,11 +123,6 @@ def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> I
             yield list(chunk), max_len_a, max_len_b
 
 
-# Greedy search's workers on the CPU by default, at most (torch_search): each holds a batch's search in memory, so
-# this bounds memory on many-core machines; measured only up to 2 cores (benchmarks/README.md, "What made it
-# faster").
-AUTO_WORKERS = 4
-
 # A search over the batches of one window: what it finds for each batch, in their order (a list per sentence).
 Search = Callable[[list[SourceBatch]], Iterator[list]]
 
@@ -183,7 +178,7 @@ def torch_search(
     of the window with its share of torch's threads; never more workers than threads or than the window has
     batches. A search step's small operators and its matrix products of a few rows keep one core busy better than
     they split over two, and each worker holds one batch's search in memory (benchmarks/README.md, "What made it
-    faster"). So by default greedy search runs one worker per thread (at most :data:`AUTO_WORKERS`), and beam
+    faster"). So by default greedy search runs one worker per thread (at most :data:`nmt.config.AUTO_WORKERS`), and beam
     search, whose batch holds K hypotheses per sentence, one batch at a time. Sampling always takes one batch at a
     time, so that its draws follow the batches' order.
     """
@@ -379,7 +374,7 @@ def load_decoding(
     :param threads: the process's computing threads (torch's intra-op threads, CTranslate2's ``intra_threads``);
         None keeps torch's setting, and gives CTranslate2 the CPUs the process may use
     :param workers: torch on the CPU: batches searched at once, each by ``threads / workers`` threads (None: greedy
-        search one per thread, at most :data:`AUTO_WORKERS`, other searches 1; see :func:`torch_search`)
+        search one per thread, at most :data:`nmt.config.AUTO_WORKERS`, other searches 1; see :func:`torch_search`)
     :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
     """
     if config.runtime == "torch":
