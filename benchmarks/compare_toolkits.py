@@ -3,17 +3,15 @@
     python benchmarks/compare_toolkits.py --mirror ../shared/data/mirror --repeats 3 --budget-minutes 10 \
         [--size small] [--updates N] [--systems ours ours-bf16 joeynmt opennmt fairseq ctranslate2]
 
-Every system trains the same Transformer in fp32 (``--size tiny``, the default: 2+2 layers, d_model 128,
-4 heads, FFN 512, about 1,024 tokens per batch, 500 warm-up updates to 7e-4; ``--size small``: the
-default model of ``config.yaml``, 3+3 layers, d_model 256, 4 heads, FFN 1024, 2,048 tokens per batch,
-200 warm-up updates to 5e-4; both with dropout 0.1, label smoothing 0.1, Adam then inverse square root,
-see ``toolkits/task.py``) on the same sentencepiece pieces of Multi30k en->de (or of a tiny synthetic
-task, ``--task synthetic``), on the CPU with the same number of threads. ``ours-bf16`` is an extra
-row: ours with ``bf16: on`` (bfloat16 autocast in training, bfloat16 weights in decoding). The peers
-are installed into their own virtual environments under ``--work`` the first time (torch pinned to
-2.13.0; fairseq builds from source for a few minutes). The systems run one
-after the other, in a rotated order in each repeat, and the harness itself measures every process:
-wall time and peak RSS. ``ctranslate2`` is a decoding peer (``toolkits/ct2.py``), in tables of its own:
+Every system trains the same Transformer in fp32 (``--size tiny``, the default: 2+2 layers, d_model 128;
+``--size small``: the default model and batch of ``config.yaml``; the sizes, batches and schedules are
+``Setup`` and ``SIZES`` in ``toolkits/task.py``) on the same sentencepiece pieces of Multi30k en->de
+(or of a tiny synthetic task, ``--task synthetic``), on the CPU with the same number of threads.
+``ours-bf16`` is an extra row: ours with ``bf16: on`` (bfloat16 autocast in training, bfloat16 weights in
+decoding). The peers are installed into their own virtual environments under ``--work`` the first time
+(torch pinned to 2.13.0; fairseq builds from source for a few minutes). The systems run one after the
+other, in a rotated order in each repeat, and the harness itself measures every process: wall time and
+peak RSS. ``ctranslate2`` is a decoding peer (``toolkits/ct2.py``), in tables of its own:
 
 - equal work: after each ``ours`` run, our model is exported (``nmt export``) and CTranslate2 (float32, int8)
   decodes the test set with the searches that both implement alike, greedy and beam 5 without length
