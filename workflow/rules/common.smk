@@ -3,6 +3,7 @@
 import dataclasses
 import os
 import sys
+import types
 
 import jsonschema
 import yaml
@@ -193,15 +194,18 @@ def distillation(name):
 
 def deployed_files(pair, test, row):
     """A row of the distillation table: its translation of ``test``, the benchmark of the job that made it, and
-    its model files (the ensemble's, one per seed)."""
-    trg = pair.split("-")[1]
+    its model files (the ensemble's, one per seed), from the patterns of the rule that translates it."""
+    src, trg = pair.split("-")
+    w = {"src": src, "trg": trg, "model": row.model, "test": test}
     if row.quantization is None:
-        folder, name = f"results/{pair}/{row.model}/{row.stage}", f"{pair}.{row.model}.{row.stage}.{row.run}.{test}"
-        models = [f"{folder}/seed{seed}/model/model.pt" for seed in EXPERIMENT.run_seeds(row.run)]
-        return f"{folder}/{row.run}/translations/{test}.{trg}", f"results/benchmarks/translate_test/{name}.tsv", models
-    folder = f"results/{pair}/{row.model}/{row.stage}/{row.run}/ctranslate2/{row.quantization}"
-    name = f"{pair}.{row.model}.{row.run}.{row.quantization}.{test}"
-    return f"{folder}/translations/{test}.{trg}", f"results/benchmarks/translate_export/{name}.tsv", [f"{folder}/model/model.bin"]
+        job = rules.translate_test
+        w.update(stage=row.stage, run=row.run)
+        models = get_run_files("model.pt")(types.SimpleNamespace(**w))
+    else:
+        job = rules.translate_export
+        w.update(seed=row.run.removeprefix("seed"), quantization=row.quantization)
+        models = [pattern.format(**w) for pattern in job.input.models]
+    return job.output.hyp.format(**w), job.benchmark.format(**w), models
 
 
 def get_deployment_rows(wildcards):
