@@ -60,6 +60,12 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     for r in runs:
         assert r["train_seconds"] > r["update_seconds"] > 0 and r["train_rss_mb"] > 50
         assert r["beam_seconds"] > 0 and r["greedy_seconds"] > 0 and 0 <= r["bleu"] <= 100
+    # Ours decodes greedy once per repeat: the main table's greedy time is the equal-work greedy decode's.
+    mine = {
+        r["repeat"]: r["seconds"] for r in results["equal_runs"] if (r["system"], r["search"]) == ("ours", "greedy")
+    }
+    assert [r["greedy_seconds"] for r in runs] == [mine[0], mine[1]]
+    assert not (tmp_path / "runs" / "synthetic" / "t" / "ours-u12-r1" / "translate.greedy.log").exists()
     # The tokens counted are the target tokens with EOS of the 12 updates' batches: at most 12 x 1,024.
     assert 12 * 100 < runs[0]["train_tokens"] <= 12 * 1024
     hyps = (tmp_path / "runs" / "synthetic" / "t" / "ours-u12-r1" / "test.beam.out").read_text().splitlines()
