@@ -200,11 +200,11 @@ def deployed_files(pair, test, row):
     if row.quantization is None:
         job = rules.translate_test
         w.update(stage=row.stage, run=row.run)
-        models = get_run_files("model.pt")(types.SimpleNamespace(**w))
     else:
         job = rules.translate_export
         w.update(seed=row.run.removeprefix("seed"), quantization=row.quantization)
-        models = [pattern.format(**w) for pattern in job.input.models]
+    models = job.input.models  # an input function (an ensemble's seeds) or a list of patterns
+    models = models(types.SimpleNamespace(**w)) if callable(models) else [pattern.format(**w) for pattern in models]
     return job.output.hyp.format(**w), job.benchmark.format(**w), models
 
 
