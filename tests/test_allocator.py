@@ -19,8 +19,9 @@ torch.manual_seed(0)
 options = {"arch": "transformer", "d_model": 128, "ff_dim": 512, "enc_layers": 2, "dec_layers": 2}
 model = build_model(options, 8000, 8000, True).eval()  # the tiny model of benchmarks/compare_toolkits.py
 src = torch.randint(4, 8000, (64, 16))
+beam_search(model, src, 5, 1.0, 0.0, 16)  # the first batch faults its pages in with either policy
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(6):  # batches of 64 sentences, beam 5, 16 steps each
+for _ in range(5):  # batches of 64 sentences, beam 5, 16 steps each
     beam_search(model, src, 5, 1.0, 0.0, 16)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
@@ -34,9 +35,14 @@ def _page_faults(mode: str) -> int:
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="other C libraries keep their own policy")
 def test_beam_search_reuses_freed_tensors_without_page_faults():
-    """With glibc's defaults each step faults its logits and caches in again: 164k minor faults, 28k kept."""
+    """With glibc's defaults each step faults its logits and caches in again.
+
+    After the first batch, which faults 14-29k pages in with either policy, the next five took 27-88k minor faults
+    with glibc's defaults (its dynamic thresholds adapt more in some runs than in others) and 10-4,300 kept.
+    Counted over all six batches, the kept run's first batch made the ratio as low as 2.7 in a run of the suite.
+    """
     kept, default = _page_faults("keep"), _page_faults("default")
-    assert kept < default / 3, (kept, default)
+    assert kept < default / 5, (kept, default)
 
 
 MKL_SETTING = """
