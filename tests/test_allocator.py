@@ -37,8 +37,8 @@ def _page_faults(mode: str) -> int:
 def test_beam_search_reuses_freed_tensors_without_page_faults():
     """With glibc's defaults each step faults its logits and caches in again.
 
-    After the first batch, which faults 14-29k pages in with either policy, the next five took 27-88k minor faults
-    with glibc's defaults (its dynamic thresholds adapt more in some runs than in others) and 10-4,300 kept.
+    After the first batch, which faults 14-29k pages in with either policy, the next five took 29-85k minor faults
+    with glibc's defaults (its dynamic thresholds adapt more in some runs than in others) and 14-4,300 kept.
     Counted over all six batches, the kept run's first batch made the ratio as low as 2.7 in a run of the suite.
     """
     kept, default = _page_faults("keep"), _page_faults("default")
