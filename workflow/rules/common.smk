@@ -203,8 +203,8 @@ def deployed_files(pair, test, row):
     else:
         job = rules.translate_export
         w.update(seed=row.run.removeprefix("seed"), quantization=row.quantization)
-    models = job.input.models  # an input function (an ensemble's seeds) or a list of patterns
-    models = models(types.SimpleNamespace(**w)) if callable(models) else [pattern.format(**w) for pattern in models]
+    given = job.input.models  # an input function (an ensemble's seeds) or a list of patterns
+    models = given(types.SimpleNamespace(**w)) if callable(given) else [pattern.format(**w) for pattern in given]
     return job.output.hyp.format(**w), job.benchmark.format(**w), models
 
 
