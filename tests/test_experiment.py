@@ -114,7 +114,8 @@ def test_models_with_their_training():
         "t": {"arch": "transformer", "size": "tiny", "d_model": 32, "training": {"max_length": 64, "lr": 0.01}},
         "r": {"arch": "rnn", "size": "tiny", "training": {"threads": 3, "init_from": "old/model"}},
     }
-    experiment = experiment_of(models=models, backtranslation={"models": ["t"]}, distillation={})
+    unset = {**TINY["training"], "threads": 0}  # the default: the job's threads
+    experiment = experiment_of(models=models, backtranslation={"models": ["t"]}, distillation={}, training=unset)
     t, r = experiment.models["t"], experiment.models["r"]
     assert t.arch == "transformer" and t.config.d_model == 32 and t.config.n_heads == 2  # the preset, overridden
     assert t.options == {"arch": "transformer", "size": "tiny", "d_model": 32}  # what training builds it from
@@ -134,7 +135,7 @@ def test_models_with_their_training():
 
 
 def test_backtranslation_settings():
-    experiment = experiment_of()
+    experiment = experiment_of(training={**TINY["training"], "threads": 0})  # the reverse model takes the job's
     bt = experiment.backtranslation
     assert bt.models == ("transformer",) and (bt.max_sentences, bt.chunk_lines, bt.seed) == (300, 100, 1)
     assert bt.reverse.arch == "transformer" and bt.reverse.options == {"arch": "transformer", "size": "tiny"}

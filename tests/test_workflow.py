@@ -182,12 +182,13 @@ def test_training_threads_set_how_many_trainings_share_the_cores(tmp_path):
     """``threads: 1`` in a training section: two single-thread trainings run side by side on two cores (more tokens
     per second in all than one training on both); unset, a training takes every core it may (up to 8)."""
     (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
-    out = snakemake("-n", "--cores", "4", "--config", "training={threads: 1}", workdir=tmp_path)  # unset: 4 each
-    assert out.returncode == 0, out.stderr[-2000:]
-    jobs = re.findall(r"^rule (?:train_model|train_reverse_model):\n((?:    .*\n)+)", out.stdout, re.M)
-    # A dry run names a job's threads when there are more than one.
-    found = {(re.findall(r"^    threads: (\d+)$", job, re.M) or ["1"])[0] for job in jobs}
-    assert len(jobs) == 7 * 2 and found == {"1"}, jobs  # the reverse model: once the split checkpoint ran
+    for threads, expected in ((1, "1"), (0, "4")):  # 0: unset
+        out = snakemake("-n", "--cores", "4", "--config", f"training={{threads: {threads}}}", workdir=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        jobs = re.findall(r"^rule (?:train_model|train_reverse_model):\n((?:    .*\n)+)", out.stdout, re.M)
+        # A dry run names a job's threads when there are more than one.
+        found = {(re.findall(r"^    threads: (\d+)$", job, re.M) or ["1"])[0] for job in jobs}
+        assert len(jobs) == 7 * 2 and found == {expected}, jobs  # the reverse model: once the split checkpoint ran
 
 
 @pytest.mark.parametrize(
