@@ -218,7 +218,7 @@ CASES = [
      "config error: config.yaml, line 33, column 1: found character '\\t' that cannot start any token"
      " (YAML indents with spaces; replace the tab)"),
     ("config-bad-indent", lambda t: workflow_text(t, "  lr: 0.002\n", "  lr: 0.002\n   warmup_steps: 5\n"),
-     "config error: config.yaml, line 58, column 16: mapping values are not allowed here"),
+     "config error: config.yaml, line 59, column 16: mapping values are not allowed here"),
     # Distillation: a teacher the run does not train, a student CTranslate2 cannot run, nothing to distill
     ("distill-unknown-teacher", lambda t: workflow(t, {"distillation": {"teacher": "nosuch", "students": ["student"]}}),
      "config error: distillation.teacher: 'nosuch' is not a key of models (defined: convs2s, rnn, student,"),
