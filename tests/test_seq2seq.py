@@ -52,6 +52,21 @@ def test_reordered_state_follows_the_hypotheses(arch):
     torch.testing.assert_close(logits_a, logits_b[index], atol=1e-5, rtol=1e-5)
 
 
+def test_search_moves_the_index_of_the_transformer_caches_not_the_caches():
+    """The key/value caches are Unmoved: a reorder or a selection of hypotheses copies none of them (the next step
+    takes the rows it needs while extending them), and that step follows the moved hypotheses."""
+    model = tiny_model("transformer", V)
+    src, trg_in = toy_batch()
+    _, state = model.step(trg_in[:, 0], model.init_state(src))
+    index = torch.tensor([2, 0])  # the third hypothesis, and the first, whose next step runs without the second
+    moved = reorder_state(state, index)
+    assert all(a is b for a, b in zip(state["cache"].value, moved["cache"].value, strict=True))
+    logits_a, after = model.step(trg_in[index, 1], moved)
+    logits_b, _ = model.step(trg_in[:, 1], state)
+    torch.testing.assert_close(logits_a, logits_b[index], atol=1e-5, rtol=1e-5)
+    assert {(k.size(0), k.size(2)) for k, _ in after["cache"].value} == {(2, 2)}  # 2 hypotheses, 2 positions
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_decoder_never_sees_future_tokens(arch):
     model = tiny_model(arch, V)

@@ -12,7 +12,9 @@ A state is a dict whose tensors (also inside lists and tuples) all have the batc
 as their first dimension, so that search can select and reorder hypotheses without knowing the
 architecture (:mod:`nmt.models.state`). Non-tensor values (step counters) are shared. Tensors wrapped
 in :class:`~nmt.models.state.PerSentence` have one row per sentence even when the others have one per
-hypothesis: beam search keeps them once for a sentence's K hypotheses, whose rows are consecutive.
+hypothesis: beam search keeps them once for a sentence's K hypotheses, whose rows are consecutive. Tensors
+wrapped in :class:`~nmt.models.state.Unmoved` are left as they are: the decoder reads their rows through an
+index tensor of the state.
 
 Legend: B batch, S source length, T target length, V vocabulary.
 """

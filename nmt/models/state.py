@@ -2,7 +2,7 @@
 
 See :mod:`nmt.models.seq2seq` for the decoder contract: a state is a dict whose tensors (also inside lists and
 tuples) have the batch (or beam) as their first dimension; :class:`PerSentence` marks those with one row per
-sentence.
+sentence, :class:`Unmoved` those that search leaves as they are.
 """
 
 import dataclasses
@@ -24,15 +24,31 @@ class PerSentence:
     value: Any
 
 
+@dataclasses.dataclass(frozen=True)
+class Unmoved:
+    """State tensors (in ``value``, at any depth) that search neither reorders nor selects: the decoder takes their
+    rows through an index, a (B,) tensor of the state that search moves like any other.
+
+    For tensors that the next step copies anyway, such as a Transformer's key/value caches, which each step
+    extends by a position: the step takes the rows it needs in that copy, where search would have copied
+    the whole cache once more to reorder it (benchmarks/README.md, "What made it faster").
+    """
+
+    value: Any
+
+
 def map_tensors(
     state: Any,
     fn: Callable[[torch.Tensor], torch.Tensor],
     per_sentence: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> Any:
-    """``state`` with every tensor ``t`` in it, at any depth of dicts, lists and tuples, replaced by ``fn(t)``.
+    """``state`` with every tensor ``t`` in it, at any depth of dicts, lists and tuples, replaced by ``fn(t)``; those
+    in :class:`Unmoved` stay.
 
     :param per_sentence: what replaces the tensors inside :class:`PerSentence` (default: ``fn``)
     """
+    if isinstance(state, Unmoved):
+        return state
     if isinstance(state, torch.Tensor):
         return fn(state)
     if isinstance(state, PerSentence):

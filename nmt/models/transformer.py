@@ -12,7 +12,7 @@ from torch import nn
 
 from nmt.model_config import TransformerConfig
 from nmt.models.dropout import Dropout, dropout
-from nmt.models.state import PerSentence
+from nmt.models.state import PerSentence, Unmoved
 from nmt.vocab import PAD
 
 
@@ -90,20 +90,22 @@ class MultiHeadAttention(nn.Module):
         causal: bool = False,
         kv: tuple[torch.Tensor, torch.Tensor] | None = None,
         cache: tuple[torch.Tensor, torch.Tensor] | None = None,
+        rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
         """Attend from ``x`` (B, L, D).
 
         :param mask: bool, True where attention is allowed; shape (B, 1, 1, S) for key padding
         :param causal: hide future positions (self-attention over a full target sequence)
         :param kv: precomputed cross-attention keys/values from :meth:`project_kv`
-        :param cache: self-attention keys/values of earlier steps, each (B, H, t, D/H)
+        :param cache: self-attention keys/values of earlier steps, each (B', H, t, D/H)
+        :param rows: the row of ``cache`` that each row of ``x`` continues (B,)
         :return: output (B, L, D) and the updated self-attention cache (None for cross-attention)
         """
         B, L, D = x.shape
         if self.self_attention:
             q, k, v = (self._heads(t) for t in self.qkv(x).chunk(3, dim=-1))
             if cache is not None:
-                k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+                k, v = extend(cache[0], rows, k), extend(cache[1], rows, v)
             new_cache = (k, v)
         else:
             q, (k, v) = self._heads(self.q(x)), kv
@@ -117,6 +119,21 @@ class MultiHeadAttention(nn.Module):
             y = y.unflatten(2, (B // n, L)).transpose(1, 2).flatten(0, 1)  # (B, H, L, D/H)
         y = y.transpose(1, 2).reshape(B, L, D)
         return self.out(y), new_cache
+
+
+def extend(cache: torch.Tensor, rows: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``cache``'s ``rows`` followed by ``new`` along the length: (B', H, t, D/H), (B, H, L, D/H) -> (B, H, t+L, D/H).
+
+    One copy, the selected rows straight into the result, where ``torch.cat`` after search's reordering makes two
+    (see :class:`nmt.models.state.Unmoved`).
+    """
+    if torch.is_grad_enabled() and (cache.requires_grad or new.requires_grad):  # out= has no derivative
+        return torch.cat([cache.index_select(0, rows), new], dim=2)
+    t = cache.size(2)
+    out = new.new_empty(new.size(0), new.size(1), t + new.size(2), new.size(3))
+    torch.index_select(cache, 0, rows, out=out[:, :, :t])
+    out[:, :, t:] = new
+    return out
 
 
 def attend(
@@ -194,9 +211,10 @@ class TransformerDecoderLayer(nn.Module):
         self.ff = FeedForward(config)
         self.self_sub, self.cross_sub, self.ff_sub = Sublayer(config), Sublayer(config), Sublayer(config)
 
-    def forward(self, x, src_mask, kv, cache=None):
-        """``x`` (B, L, D); ``kv`` cross keys/values; ``cache`` self keys/values of earlier steps."""
-        x, cache = self.self_sub(x, self.self_attn, None, causal=True, cache=cache)
+    def forward(self, x, src_mask, kv, cache=None, rows=None):
+        """``x`` (B, L, D); ``kv`` cross keys/values; ``cache`` self keys/values of earlier steps, whose ``rows`` (B,)
+        the rows of ``x`` continue."""
+        x, cache = self.self_sub(x, self.self_attn, None, causal=True, cache=cache, rows=rows)
         x, _ = self.cross_sub(x, self.cross_attn, src_mask, kv=kv)
         x, _ = self.ff_sub(x, _plain(self.ff))
         return x, cache
@@ -241,7 +259,11 @@ class TransformerDecoder(nn.Module):
         return self.output(self.final_norm(x))
 
     def init_state(self, enc: dict[str, torch.Tensor]) -> dict[str, Any]:
-        """Cross keys/values of every layer, computed once, and an empty self-attention cache."""
+        """Cross keys/values of every layer, computed once, and an empty self-attention cache.
+
+        The cache is :class:`~nmt.models.state.Unmoved`: each step takes the rows that ``rows`` (B,) names, which
+        search reorders and selects in its place.
+        """
         memory = enc["memory"]
         B, _, D = memory.shape
         empty = memory.new_zeros(B, self.n_heads, 0, D // self.n_heads)
@@ -249,7 +271,8 @@ class TransformerDecoder(nn.Module):
         cross = [tuple(t.contiguous() for t in layer.cross_attn.project_kv(memory)) for layer in self.layers]
         return {
             "sentence": PerSentence({"src_mask": enc["src_mask"], "cross": cross}),
-            "cache": [(empty, empty) for _ in self.layers],
+            "cache": Unmoved([(empty, empty) for _ in self.layers]),
+            "rows": torch.arange(B, device=memory.device),
             "pos": 0,
         }
 
@@ -257,11 +280,12 @@ class TransformerDecoder(nn.Module):
         """Logits (B, V) for the next position given the previous token ``trg_prev`` (B,)."""
         x = self.embedding(trg_prev[:, None], start=state["pos"])  # (B, 1, D)
         sentence, caches = state["sentence"].value, []
-        for layer, kv, cache in zip(self.layers, sentence["cross"], state["cache"], strict=True):
-            x, cache = layer(x, sentence["src_mask"], kv, cache)
+        for layer, kv, cache in zip(self.layers, sentence["cross"], state["cache"].value, strict=True):
+            x, cache = layer(x, sentence["src_mask"], kv, cache, state["rows"])
             caches.append(cache)
         logits = self.output(self.final_norm(x))[:, 0]
-        return logits, {**state, "cache": caches, "pos": state["pos"] + 1}
+        rows = torch.arange(x.size(0), device=x.device)  # the new caches' rows are the hypotheses' own
+        return logits, {**state, "cache": Unmoved(caches), "rows": rows, "pos": state["pos"] + 1}
 
 
 def build_transformer(
