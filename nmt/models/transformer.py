@@ -98,7 +98,7 @@ class MultiHeadAttention(nn.Module):
         :param causal: hide future positions (self-attention over a full target sequence)
         :param kv: precomputed cross-attention keys/values from :meth:`project_kv`
         :param cache: self-attention keys/values of earlier steps, each (B', H, t, D/H)
-        :param rows: the row of ``cache`` that each row of ``x`` continues (B,)
+        :param rows: the row of ``cache`` that each row of ``x`` continues (B,); None: the cache's rows in order
         :return: output (B, L, D) and the updated self-attention cache (None for cross-attention)
         """
         B, L, D = x.shape
@@ -127,8 +127,10 @@ def extend(cache: torch.Tensor, rows: torch.Tensor, new: torch.Tensor) -> torch.
     One copy, the selected rows straight into the result, where ``torch.cat`` after search's reordering makes two
     (see :class:`nmt.models.state.Unmoved`).
     """
-    if torch.is_grad_enabled() and (cache.requires_grad or new.requires_grad):  # out= has no derivative
-        return torch.cat([cache.index_select(0, rows), new], dim=2)
+    if rows is not None and torch.is_grad_enabled() and (cache.requires_grad or new.requires_grad):
+        cache, rows = cache.index_select(0, rows), None  # out= below has no derivative
+    if rows is None:  # the cache's rows in their order
+        return torch.cat([cache, new], dim=2)
     t = cache.size(2)
     out = new.new_empty(new.size(0), new.size(1), t + new.size(2), new.size(3))
     torch.index_select(cache, 0, rows, out=out[:, :, :t])
