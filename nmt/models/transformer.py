@@ -121,7 +121,7 @@ class MultiHeadAttention(nn.Module):
         return self.out(y), new_cache
 
 
-def extend(cache: torch.Tensor, rows: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+def extend(cache: torch.Tensor, rows: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
     """``cache``'s ``rows`` followed by ``new`` along the length: (B', H, t, D/H), (B, H, L, D/H) -> (B, H, t+L, D/H).
 
     One copy, the selected rows straight into the result, where ``torch.cat`` after search's reordering makes two
