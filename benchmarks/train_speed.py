@@ -74,15 +74,16 @@ def measure_training(model, data, config: TrainConfig, steps: int, device, profi
     return rates, profile_table(profiler, profile)
 
 
-def profile_table(profiler, updates: int) -> str:
-    """Operators by their own CPU time per update, the 20 largest; the share of matrix products (mm, addmm, bmm)."""
+def profile_table(profiler, updates: int, unit: str = "update") -> str:
+    """Operators by their own CPU time per update (per ``unit``), the 20 largest; the share of matrix products
+    (mm, addmm, bmm)."""
     events = sorted(profiler.key_averages(), key=lambda e: -e.self_cpu_time_total)
     total = sum(e.self_cpu_time_total for e in events)
     gemm = sum(e.self_cpu_time_total for e in events if e.key in ("aten::mm", "aten::addmm", "aten::bmm"))
     lines = [
-        f"\nprofile of {updates} updates: {total / updates / 1e3:.1f} ms per update, matrix products "
-        f"{100 * gemm / total:.0f}%\n",
-        "| operator | ms per update | share | calls per update |",
+        f"\nprofile of {updates} {unit}{'s' if updates != 1 else ''}: {total / updates / 1e3:.1f} ms per {unit}, "
+        f"matrix products {100 * gemm / total:.0f}%\n",
+        f"| operator | ms per {unit} | share | calls per {unit} |",
         "|---|---:|---:|---:|",
     ]
     for e in events[:20]:

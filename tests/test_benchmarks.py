@@ -1,7 +1,8 @@
 """The benchmarks on quick inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its
-synthetic task, ours and CTranslate2 on our export, the search-quality report (benchmarks/search_quality.py)
-of the toy model, and the back-translation speed of the toy model (benchmarks/backtranslation_speed.py), the WMT-scale
-rehearsal (benchmarks/scale.py) on 50,000 pairs, and the kills of benchmarks/chaos.py on a quick pipeline.
+synthetic task, ours and CTranslate2 on our export; of the toy model, the search-quality report
+(benchmarks/search_quality.py), the search's time by step (benchmarks/search_profile.py) and the
+back-translation speed (benchmarks/backtranslation_speed.py); the WMT-scale rehearsal (benchmarks/scale.py)
+on 50,000 pairs, and the kills of benchmarks/chaos.py on a quick pipeline.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
 harness's measurement, data preparation and tables are the same code for every system.
@@ -9,6 +10,7 @@ No timing is asserted.
 """
 
 import json
+import re
 import subprocess
 import sys
 
@@ -146,6 +148,25 @@ def test_search_quality_reports_every_search_of_the_trained_model(trained_model,
     assert set(stops) == {"exact", "first_k", "never"}
     assert stops["never"][3] == "0.0" and stops["never"][2] == stops["exact"][2]  # the exact rule loses nothing
     assert "(6 sentences)" in out.stdout and all(0 <= float(r[4]) <= 100 for r in beams.values())
+
+
+@pytest.mark.parametrize("method", ["beam", "greedy"])
+def test_search_profile_times_every_step_of_the_search(trained_model, toy_corpus, method):
+    model_dir, _ = trained_model
+    argv = [sys.executable, str(REPO / "benchmarks" / "search_profile.py"), "--model", str(model_dir)]
+    argv += ["--src", str(toy_corpus["test.en"]), "--method", method, "--batch-size", "8", "--threads", "1"]
+    out = subprocess.run([*argv, "--profile"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    summary = re.search(r"search ([\d.]+) s, (\d+) model steps ([\d.]+) s", out.stdout)
+    search_s, n_steps, steps_s = float(summary[1]), int(summary[2]), float(summary[3])
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.stdout.splitlines() if line.startswith("|")]
+    groups = {r[0]: r for r in rows if r[0][0].isdigit()}
+    assert list(groups) == ["1-15", "16-63", "64-127", "128-255", "256-383", "384+"]
+    assert sum(int(r[1]) for r in groups.values()) == n_steps > 0
+    assert 0 < steps_s <= search_s
+    hyps_per_batch = 8 * (5 if method == "beam" else 1)  # rows of a full batch's steps
+    assert all(int(r[1]) == 0 for low, r in groups.items() if int(low.split("-")[0].rstrip("+")) > hyps_per_batch)
+    assert "aten::" in out.stdout and "ms per search" in out.stdout
 
 
 def test_backtranslation_speed_finds_ctranslate2_greedy_equal_to_torch(trained_model, toy_corpus):

@@ -1,0 +1,95 @@
+"""Where a torch search's time goes: the model's steps against the search's own work, by the rows of a step.
+
+    python benchmarks/search_profile.py --model DIR --src FILE [--method beam] [--beam-size 5]
+        [--length-penalty 0] [--batch-size 64] [--threads 2] [--profile]
+
+Translates ``--src`` (plain text) in one process as ``python -m nmt translate`` does (the same reading,
+sorting and batching, one batch at a time), after loading and a warm-up on the first batch, and times every
+call of the model's step. Prints the search's seconds, the steps' share of them (the rest is the search's
+own work: log-softmax, top-k, reordering, bookkeeping), and the steps grouped by their rows (hypotheses
+in the batch: they shrink as sentences finish) with milliseconds per step. ``--profile`` adds the
+operators of the whole search by their own time (torch.profiler). Figures: benchmarks/README.md.
+"""
+
+import argparse
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from train_speed import profile_table
+
+from nmt.config import DecodeConfig
+from nmt.decoding.translation import load_decoding, translate_lines
+
+ROW_BINS = (1, 16, 64, 128, 256, 384)  # lower ends of the row groups (the last is open)
+
+
+def timed_steps(model) -> list[tuple[int, float]]:
+    """Wrap ``model.step`` so that each call appends (rows, seconds) to the returned list."""
+    record: list[tuple[int, float]] = []
+    step = model.step
+
+    def timed(trg_prev: torch.Tensor, state):
+        tick = time.perf_counter()
+        out = step(trg_prev, state)
+        record.append((trg_prev.size(0), time.perf_counter() - tick))
+        return out
+
+    model.step = timed
+    return record
+
+
+def row_table(record: list[tuple[int, float]]) -> str:
+    """Steps grouped by :data:`ROW_BINS`: count, seconds and milliseconds per step, as a Markdown table."""
+    groups: dict[int, list[float]] = defaultdict(list)
+    for rows, seconds in record:
+        groups[max(b for b in ROW_BINS if b <= rows)].append(seconds)
+    lines = ["| rows | steps | s | ms per step |", "|---|---:|---:|---:|"]
+    for low, high in zip(ROW_BINS, (*ROW_BINS[1:], None), strict=True):
+        times = groups.get(low, [])
+        label = f"{low}-{high - 1}" if high else f"{low}+"
+        ms = 1e3 * sum(times) / len(times) if times else 0.0
+        lines.append(f"| {label} | {len(times)} | {sum(times):.2f} | {ms:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, type=Path, help="a trained model directory")
+    parser.add_argument("--src", required=True, type=Path, help="plain-text source sentences, one per line")
+    parser.add_argument("--method", default="beam", choices=["beam", "greedy"])
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--length-penalty", type=float, default=0.0)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--profile", action="store_true", help="the operators of the search (torch.profiler)")
+    args = parser.parse_args()
+
+    config = DecodeConfig(
+        method=args.method, beam_size=args.beam_size, length_penalty=args.length_penalty, batch_size=args.batch_size
+    )
+    model, src_sp, trg_sp, search = load_decoding([args.model], config, "cpu", "off", args.threads, workers=1)
+    lines = args.src.read_text(encoding="utf-8").splitlines()
+    translate_lines(model, src_sp, trg_sp, lines[: args.batch_size], config, search=search)  # warm-up
+    record = timed_steps(model)
+    profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else None
+    if profiler:
+        profiler.start()
+    tick = time.perf_counter()
+    translate_lines(model, src_sp, trg_sp, lines, config, search=search)
+    total = time.perf_counter() - tick
+    steps = sum(seconds for _, seconds in record)
+    print(
+        f"{len(lines)} sentences, {config.describe()} alpha {args.length_penalty:g}, batches of {args.batch_size}, "
+        f"{args.threads} threads: search {total:.2f} s, {len(record)} model steps {steps:.2f} s "
+        f"({100 * steps / total:.0f}%), the search's own work {total - steps:.2f} s\n"
+    )
+    print(row_table(record))
+    if profiler:
+        profiler.stop()
+        print(profile_table(profiler, 1, unit="search"))
+
+
+if __name__ == "__main__":
+    main()
