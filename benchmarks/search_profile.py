@@ -12,6 +12,7 @@ operators of the whole search by their own time (torch.profiler). Figures: bench
 """
 
 import argparse
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -20,7 +21,8 @@ import torch
 from train_speed import profile_table
 
 from nmt.config import DecodeConfig
-from nmt.decoding.translation import load_decoding, translate_lines
+from nmt.decoding.translation import check_source, load_decoding, read_source, translate_lines
+from nmt.errors import NmtError
 
 ROW_BINS = (1, 16, 64, 128, 256, 384)  # lower ends of the row groups (the last is open)
 
@@ -69,8 +71,9 @@ def main() -> None:
     config = DecodeConfig(
         method=args.method, beam_size=args.beam_size, length_penalty=args.length_penalty, batch_size=args.batch_size
     )
+    with check_source(args.src).open("rb") as stream:  # as nmt translate reads it: bad bytes named, not fatal
+        lines = list(read_source(stream, str(args.src)))
     model, src_sp, trg_sp, search = load_decoding([args.model], config, "cpu", "off", args.threads, workers=1)
-    lines = args.src.read_text(encoding="utf-8").splitlines()
     translate_lines(model, src_sp, trg_sp, lines[: args.batch_size], config, search=search)  # warm-up
     record = timed_steps(model)
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else None
@@ -92,4 +95,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except NmtError as e:  # a missing or unfit model or source: its one-line message
+        sys.exit(f"error: {e}")
