@@ -5,8 +5,9 @@
 
 Translates ``--src`` (plain text) in one process as ``python -m nmt translate`` does (the same reading,
 sorting and batching, one batch at a time), after loading and a warm-up on the first batch, and times every
-call of the model's step. Prints the search's seconds, the steps' share of them (the rest is the search's
-own work: log-softmax, top-k, reordering, bookkeeping), and the steps grouped by their rows (hypotheses
+call of the model's step and of its ``init_state`` (the encoder). Prints the search's seconds, the steps' share
+of them, the encoder's, the rest (the search's own work: log-softmax, top-k, reordering, bookkeeping; and
+the subword encoding and decoding of the lines), and the steps grouped by their rows (hypotheses
 in the batch: they shrink as sentences finish) with milliseconds per step. ``--profile`` adds the
 operators of the whole search by their own time (torch.profiler). Figures: benchmarks/README.md.
 """
@@ -27,18 +28,19 @@ from nmt.errors import NmtError
 ROW_BINS = (1, 16, 64, 128, 256, 384)  # lower ends of the row groups (the last is open)
 
 
-def timed_steps(model) -> list[tuple[int, float]]:
-    """Wrap ``model.step`` so that each call appends (rows, seconds) to the returned list."""
+def timed(model, method: str) -> list[tuple[int, float]]:
+    """Wrap ``model.<method>`` (``init_state`` or ``step``, whose first argument is batch-first) so that each call
+    appends (rows, seconds) to the returned list."""
     record: list[tuple[int, float]] = []
-    step = model.step
+    call = getattr(model, method)
 
-    def timed(trg_prev: torch.Tensor, state):
+    def timed_call(first: torch.Tensor, *args):
         tick = time.perf_counter()
-        out = step(trg_prev, state)
-        record.append((trg_prev.size(0), time.perf_counter() - tick))
+        out = call(first, *args)
+        record.append((first.size(0), time.perf_counter() - tick))
         return out
 
-    model.step = timed
+    setattr(model, method, timed_call)
     return record
 
 
@@ -75,18 +77,19 @@ def main() -> None:
         lines = list(read_source(stream, str(args.src)))
     model, src_sp, trg_sp, search = load_decoding([args.model], config, "cpu", "off", args.threads, workers=1)
     translate_lines(model, src_sp, trg_sp, lines[: args.batch_size], config, search=search)  # warm-up
-    record = timed_steps(model)
+    starts, record = timed(model, "init_state"), timed(model, "step")
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else None
     if profiler:
         profiler.start()
     tick = time.perf_counter()
     translate_lines(model, src_sp, trg_sp, lines, config, search=search)
     total = time.perf_counter() - tick
-    steps = sum(seconds for _, seconds in record)
+    steps, encoder = (sum(seconds for _, seconds in calls) for calls in (record, starts))
     print(
         f"{len(lines)} sentences, {config.describe()} alpha {args.length_penalty:g}, batches of {args.batch_size}, "
         f"{args.threads} threads: search {total:.2f} s, {len(record)} model steps {steps:.2f} s "
-        f"({100 * steps / total:.0f}%), the search's own work {total - steps:.2f} s\n"
+        f"({100 * steps / total:.0f}%), the encoder {encoder:.2f} s, the rest (the search's own work, subwords) "
+        f"{total - steps - encoder:.2f} s\n"
     )
     print(row_table(record))
     if profiler:
