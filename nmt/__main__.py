@@ -39,8 +39,8 @@ def decode_config(args: argparse.Namespace) -> DecodeConfig:
 
 
 def translate(args: argparse.Namespace) -> None:
+    from nmt.allocator import keep_freed_memory
     from nmt.atomic import atomic_text
-    from nmt.decoding.allocator import keep_freed_memory
     from nmt.decoding.translation import check_source, load_decoding, read_source, translate_windows
     from nmt.model_dir import normalize_input
 
@@ -50,7 +50,7 @@ def translate(args: argparse.Namespace) -> None:
     if args.input is None and sys.stdin is None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input)) if args.input else "stdin"
-    keep_freed_memory()  # a decoding process: reuse each step's freed tensors instead of faulting pages in
+    keep_freed_memory(mkl_buffers=False)  # reuse each step's freed tensors instead of faulting pages in
     model, src_sp, trg_sp, search = load_decoding(args.model, config, args.device, args.bf16, workers=args.workers)
     device = None  # the n-best lists of translate_nbest need it (beam search: torch)
     if args.nbest is not None:
@@ -91,6 +91,7 @@ TRAIN_FILES = ("dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
 
 
 def train(args: argparse.Namespace) -> None:
+    from nmt.allocator import keep_freed_memory
     from nmt.config import ModelMeta, TrainConfig
     from nmt.errors import ConfigError
     from nmt.training.loop import train as train_model
@@ -100,6 +101,7 @@ def train(args: argparse.Namespace) -> None:
     if (args.train_data is None) == (args.train_src is None or args.train_trg is None):
         raise ConfigError("train: give either --train-data PREFIX or both --train-src FILE... and --train-trg FILE...")
     data = args.train_data or (args.train_src, args.train_trg)
+    keep_freed_memory()  # reuse each update's freed tensors instead of faulting pages in
     train_model(args.model_options, config, data, **{name: getattr(args, name) for name in TRAIN_FILES}, meta=meta)
 
 

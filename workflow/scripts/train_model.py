@@ -6,6 +6,7 @@ or node (resource ``nodes``, in a SLURM job) trains data parallel under torchrun
 
 from pathlib import Path
 
+from nmt.allocator import keep_freed_memory
 from nmt.config import ModelMeta, TrainConfig, from_dict
 from nmt.entry import entry_point
 from nmt.training.distributed import launch_training, processes_per_node
@@ -27,4 +28,5 @@ with entry_point(snakemake.log[0]):
     if processes > 1 or nodes > 1:
         launch_training(processes, snakemake.params.model, config, files, snakemake.log[0], nodes, meta=meta)
     else:
+        keep_freed_memory()  # reuse each update's freed tensors instead of faulting pages in
         train(snakemake.params.model, config, **files, meta=meta)

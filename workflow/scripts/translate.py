@@ -4,13 +4,13 @@ imports it for the torch runtime only), so that the job's time is a deployment's
 
 from pathlib import Path
 
+from nmt.allocator import keep_freed_memory
 from nmt.config import DecodeConfig, from_dict
-from nmt.decoding.allocator import keep_freed_memory
 from nmt.decoding.translation import translate_file
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):
-    keep_freed_memory()  # a decoding process: reuse each step's freed tensors instead of faulting pages in
+    keep_freed_memory(mkl_buffers=False)  # reuse each step's freed tensors instead of faulting pages in
     translate_file(
         [Path(model).parent for model in snakemake.input.models],
         snakemake.input.src,
