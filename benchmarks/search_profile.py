@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from train_speed import profile_table
 
+from nmt.allocator import keep_freed_memory
 from nmt.config import DecodeConfig
 from nmt.decoding.translation import check_source, load_decoding, read_source, translate_lines
 from nmt.errors import NmtError
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="the operators of the search (torch.profiler)")
     args = parser.parse_args()
 
+    keep_freed_memory(mkl_buffers=False)  # as nmt translate
     config = DecodeConfig(
         method=args.method, beam_size=args.beam_size, length_penalty=args.length_penalty, batch_size=args.batch_size
     )

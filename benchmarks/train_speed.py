@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from gemm_peak import fp32_gemm_peak
 
+from nmt.allocator import keep_freed_memory
 from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
 from nmt.data.batches import ParallelData, make_batch, token_batches
 from nmt.data.subword import load_subword, train_subword
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--peak-gflops", type=float, help="fp32 GEMM peak of the machine (default: measured)")
     args = parser.parse_args()
 
+    keep_freed_memory()  # as nmt train
     peak = args.peak_gflops or fp32_gemm_peak(args.threads)
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
