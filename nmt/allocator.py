@@ -4,15 +4,13 @@ Every training update and every search step allocates and frees tensors of megab
 log-probabilities over the vocabulary, activations, gradients; in search the beam candidates and the decoder's
 key/value caches). glibc serves blocks above its mmap threshold (128 KiB, raised at run time to at most 32 MiB)
 with fresh pages from the kernel and hands the top of its heap back above its trim threshold, so each update or
-step faults its pages in again, at about 4 µs a page on a virtual machine. Thresholds of 64 MiB (mmap) and 128 MiB
-(trim) cut the page faults of a beam search by an order of magnitude, and those of a training update from thousands
-to a few hundred, at the same output and peak memory; 256 and 512 MiB raised a training's peak by up to 50 MiB
+step faults its pages in again, which a virtual machine pays dearly for. Thresholds of 64 MiB (mmap) and 128 MiB
+(trim) remove most of those faults at the same output and peak memory; higher ones raised a training's peak
 (benchmarks/README.md, "Page faults in decoding" and "Page faults in training").
 
 MKL's own memory manager, which keeps each thread's buffers of matrix products for its next calls, is turned off
 in a decoding process (unless the user set ``MKL_DISABLE_FAST_MM``): with glibc keeping freed memory it saved no
-time there, and it raised the peak by 5-20 MiB, differently from run to run (benchmarks/README.md, "What made it
-faster"). Training keeps it.
+time there and raised the peak (benchmarks/README.md, "What made it faster"). Training keeps it.
 """
 
 import ctypes
