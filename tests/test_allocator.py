@@ -93,7 +93,7 @@ def test_nmt_train_keeps_freed_memory_for_the_next_update(toy_corpus, toy_spm, t
     """``python -m nmt train`` faults as many pages in as the same run with :func:`keep_freed_memory`'s thresholds set
     from the environment, not as many as with glibc's defaults.
 
-    On the 2-core AMD VM, 3 runs each: 1.5-1.6 million faults with the thresholds from the environment, 1.6-1.8
+    On the 2-core AMD VM, 3 runs each: 1.5-1.7 million faults with the thresholds from the environment, 1.6-1.8
     million for the command, and with glibc's defaults (before the command set them) 3.1-3.2 million.
     """
     cli = _training_page_faults(toy_corpus, toy_spm, tmp_path / "cli", {})
