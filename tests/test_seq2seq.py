@@ -1,5 +1,7 @@
 """Every architecture: shapes, the incremental step contract, causality, over-fitting one batch."""
 
+import weakref
+
 import pytest
 import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
@@ -39,16 +41,19 @@ def test_incremental_steps_equal_teacher_forcing(arch):
     torch.testing.assert_close(stepwise_logits(model, src, trg_in), full, atol=1e-4, rtol=1e-4)
 
 
+def first_step_state(model, src, trg_in):
+    """The state after the first step; a new one at each call, as a state is stepped from once."""
+    return model.step(trg_in[:, 0], model.init_state(src))[1]
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_reordered_state_follows_the_hypotheses(arch):
     model = tiny_model(arch, V)
     src, trg_in = toy_batch()
-    state = model.init_state(src)
-    _, state = model.step(trg_in[:, 0], state)
     index = torch.tensor([2, 0, 0])
-    reordered = reorder_state(state, index)
+    reordered = reorder_state(first_step_state(model, src, trg_in), index)
     logits_a, _ = model.step(trg_in[index, 1], reordered)
-    logits_b, _ = model.step(trg_in[:, 1], state)
+    logits_b, _ = model.step(trg_in[:, 1], first_step_state(model, src, trg_in))
     torch.testing.assert_close(logits_a, logits_b[index], atol=1e-5, rtol=1e-5)
 
 
@@ -57,14 +62,29 @@ def test_search_moves_the_index_of_the_transformer_caches_not_the_caches():
     takes the rows it needs while extending them), and that step follows the moved hypotheses."""
     model = tiny_model("transformer", V)
     src, trg_in = toy_batch()
-    _, state = model.step(trg_in[:, 0], model.init_state(src))
+    state = first_step_state(model, src, trg_in)
     index = torch.tensor([2, 0])  # the third hypothesis, and the first, whose next step runs without the second
     moved = reorder_state(state, index)
     assert all(a is b for a, b in zip(state["cache"].value, moved["cache"].value, strict=True))
     logits_a, after = model.step(trg_in[index, 1], moved)
-    logits_b, _ = model.step(trg_in[:, 1], state)
+    logits_b, _ = model.step(trg_in[:, 1], first_step_state(model, src, trg_in))
     torch.testing.assert_close(logits_a, logits_b[index], atol=1e-5, rtol=1e-5)
     assert {(k.size(0), k.size(2)) for k, _ in after["cache"].value} == {(2, 2)}  # 2 hypotheses, 2 positions
+
+
+@torch.no_grad()  # as search steps: with autograd the graph would hold every tensor for the backward
+def test_a_transformer_step_releases_each_layers_cache_once_it_is_extended():
+    """A step holds two copies of one layer's key/value cache at a time (the cache and its extension), not of every
+    layer's: when a layer runs, the earlier layers' caches have left the state and memory."""
+    model = tiny_model("transformer", V, dec_layers=3)
+    src, trg_in = toy_batch()
+    state = first_step_state(model, src, trg_in)
+    earlier = [weakref.ref(k) for k, _ in state["cache"].value]
+    alive: list[list[bool]] = []
+    for layer in model.decoder.layers:
+        layer.register_forward_pre_hook(lambda *_: alive.append([ref() is not None for ref in earlier]))
+    model.step(trg_in[:, 1], state)
+    assert alive == [[True, True, True], [False, True, True], [False, False, True]]
 
 
 @pytest.mark.parametrize("arch", ARCHS)

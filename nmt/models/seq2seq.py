@@ -54,7 +54,9 @@ class DecodingModel(Protocol):
 
         The logits are a tensor of their own (no view of one the model keeps), which search changes in place.
         The state's tensors are never changed in place: a tensor that ``step`` returns as it got it
-        is one of the initial state's (e.g. the encoder output), which beam search copies less often.
+        is one of the initial state's (e.g. the encoder output), which beam search copies less often. What
+        ``state`` holds in :class:`~nmt.models.state.Unmoved` belongs to the step, which may release it: each
+        state is stepped from once.
         """
         ...
 

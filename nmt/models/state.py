@@ -31,7 +31,8 @@ class Unmoved:
 
     For tensors that the next step copies anyway, such as a Transformer's key/value caches, which each step
     extends by a position: the step takes the rows it needs in that copy, where search would have copied
-    the whole cache once more to reorder it (benchmarks/README.md, "What made it faster").
+    the whole cache once more to reorder it (benchmarks/README.md, "What made it faster"). The step may also
+    release them from the state it was given once it holds what it needs of them: a state is stepped from once.
     """
 
     value: Any

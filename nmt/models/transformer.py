@@ -279,11 +279,17 @@ class TransformerDecoder(nn.Module):
         }
 
     def step(self, trg_prev: torch.Tensor, state: dict[str, Any]) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Logits (B, V) for the next position given the previous token ``trg_prev`` (B,)."""
+        """Logits (B, V) for the next position given the previous token ``trg_prev`` (B,).
+
+        Each layer's cache leaves ``state`` once the layer has extended it, so that a step holds two copies of one
+        layer's cache at a time, not of every layer's (benchmarks/README.md, "What made it faster"): ``state``
+        cannot be stepped from again.
+        """
         x = self.embedding(trg_prev[:, None], start=state["pos"])  # (B, 1, D)
-        sentence, caches = state["sentence"].value, []
-        for layer, kv, cache in zip(self.layers, sentence["cross"], state["cache"].value, strict=True):
-            x, cache = layer(x, sentence["src_mask"], kv, cache, state["rows"])
+        sentence, old, caches = state["sentence"].value, state["cache"].value, []
+        for i, (layer, kv) in enumerate(zip(self.layers, sentence["cross"], strict=True)):
+            x, cache = layer(x, sentence["src_mask"], kv, old[i], state["rows"])
+            old[i] = None  # released: the extension holds what later steps need
             caches.append(cache)
         logits = self.output(self.final_norm(x))[:, 0]
         rows = torch.arange(x.size(0), device=x.device)  # the new caches' rows are the hypotheses' own
