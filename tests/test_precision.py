@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from conftest import run_training
+from conftest import TOY_MODEL, run_training
 
 import nmt.device
 import nmt.training.loop as loop
@@ -39,6 +39,24 @@ def test_cpu_training_does_not_scale_the_loss(bf16):
     with autocast(cpu, bf16):
         dtype = torch.ones(2, 2).matmul(torch.ones(2, 2)).dtype
     assert dtype == (torch.bfloat16 if bf16 == "on" else torch.float32)
+
+
+@pytest.mark.parametrize("arch", ["transformer", "rnn", "convs2s"])
+def test_bf16_training_validates_with_every_search_under_autocast(toy_corpus, toy_spm, tmp_path, arch):
+    """Validation decodes the training model (float32 weights) under autocast, as bfloat16 training does on a GPU
+    by default: every search steps the decoder with bfloat16 activations and float32 states from the encoder."""
+    from nmt.config import DecodeConfig
+    from nmt.decoding.translation import translate_lines
+    from nmt.model_dir import load_model
+
+    model = TOY_MODEL if arch == "transformer" else {"arch": arch, "size": "tiny"}
+    summary = run_training(toy_corpus, toy_spm, tmp_path, model=model, max_steps=4, valid_every=4, bf16="on")
+    assert summary["steps"] == 4 and 0 <= summary["valid"]["bleu"] <= 100
+    fp32, src_sp, trg_sp = load_model(tmp_path, torch.device("cpu"))
+    src = toy_corpus["dev.en"].read_text().splitlines()[:8]
+    for method in ("beam", "greedy", "sample"):
+        hyps = translate_lines(fp32, src_sp, trg_sp, src, DecodeConfig(method=method), torch.device("cpu"), "on")
+        assert len(hyps) == len(src), method
 
 
 def test_float16_loss_scaling_is_on_the_training_device(monkeypatch):

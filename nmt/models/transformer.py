@@ -125,14 +125,16 @@ def extend(cache: torch.Tensor, rows: torch.Tensor | None, new: torch.Tensor) ->
     """``cache``'s ``rows`` followed by ``new`` along the length: (B', H, t, D/H), (B, H, L, D/H) -> (B, H, t+L, D/H).
 
     One copy, the selected rows straight into the result, where ``torch.cat`` after search's reordering makes two
-    (see :class:`nmt.models.state.Unmoved`).
+    (see :class:`nmt.models.state.Unmoved`). The result's dtype is ``torch.cat``'s: under autocast ``new`` is
+    bfloat16 or float16 and the first, empty cache float32 (the encoder's), so the caches stay float32.
     """
     if rows is not None and torch.is_grad_enabled() and (cache.requires_grad or new.requires_grad):
         cache, rows = cache.index_select(0, rows), None  # out= below has no derivative
     if rows is None:  # the cache's rows in their order
         return torch.cat([cache, new], dim=2)
     t = cache.size(2)
-    out = new.new_empty(new.size(0), new.size(1), t + new.size(2), new.size(3))
+    dtype = torch.promote_types(cache.dtype, new.dtype)
+    out = new.new_empty(new.size(0), new.size(1), t + new.size(2), new.size(3), dtype=dtype)
     torch.index_select(cache, 0, rows, out=out[:, :, :t])
     out[:, :, t:] = new
     return out
