@@ -304,7 +304,9 @@ def _next_lprobs(
     """Log-probabilities (n*K, V) of the token after ``prev`` (n*K,), float32; only EOS for rows ``at_limit`` (n*K,).
 
     PAD and BOS get -inf, and so does EOS in the rows of ``no_eos`` (n*K,) (see :func:`ban`); the others keep
-    the model's log-probabilities, not renormalised (as fairseq's).
+    the model's log-probabilities, not renormalised (as fairseq's). In the rows ``at_limit`` EOS gets 0: a
+    hypothesis cut at its limit is not charged for an end the model did not choose, as CTranslate2 stops at
+    ``max_decoding_length`` (fairseq charges EOS's own log-probability there; benchmarks/README.md, "small").
 
     :return: the log-probabilities and the decoder state after ``prev``
     """
