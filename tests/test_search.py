@@ -31,11 +31,12 @@ def sources(B=6, S=9, seed=0, vocab=V):
 
 
 @torch.no_grad()
-def sequence_logprob(model, src_row, hyp):
-    """Log-probability of ``hyp`` + EOS under the model, by teacher forcing."""
+def sequence_logprob(model, src_row, hyp, eos=True):
+    """Log-probability of ``hyp`` + EOS (or of ``hyp`` alone) under the model, by teacher forcing."""
     trg = torch.tensor([[BOS, *hyp]])
     lprobs = torch.log_softmax(model(src_row[None], trg), dim=-1)[0]
-    return float(lprobs.gather(1, torch.tensor([*hyp, EOS])[:, None]).sum())
+    token_lprobs = lprobs.gather(1, torch.tensor([*hyp, EOS])[:, None])[:, 0]
+    return float(token_lprobs.sum() if eos else token_lprobs[:-1].sum())
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -88,6 +89,27 @@ def test_nbest_lists(arch):
             if len(h.ids) + 1 < n:  # EOS forced at the limit has no model probability
                 assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids), abs=1e-4)
             assert h.score == pytest.approx(h.logprob / length_penalty(len(h.ids) + 1, 1.0))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_eos_forced_at_the_limit_costs_nothing(arch):
+    """A hypothesis cut at its limit scores its tokens only, as CTranslate2 scores one stopped at its
+    ``max_decoding_length`` (benchmarks/README.md, "small": the equal-work comparison); one that ends before
+    pays for its EOS."""
+    model = tiny_model(arch, V)
+    src = sources()
+    nbest = beam_search_nbest(model, src, beam_size=4, alpha=0.0, max_len_a=0.0, max_len_b=3, nbest=4)
+    at_limit = 0
+    for row, hyps in zip(src, nbest, strict=True):
+        for h in hyps:
+            with_eos = sequence_logprob(model, row, h.ids)
+            if len(h.ids) == 2:  # the limit: 3 tokens, EOS included
+                at_limit += 1
+                assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids, eos=False), abs=1e-4)
+                assert h.logprob > with_eos
+            else:
+                assert h.logprob == pytest.approx(with_eos, abs=1e-4)
+    assert at_limit >= src.size(0)
 
 
 def test_nbest_larger_than_the_beam():
