@@ -86,8 +86,8 @@ def test_nbest_lists(arch):
         assert len(hyps) == 3 and len({tuple(h.ids) for h in hyps}) == 3
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         for h in hyps:
-            if len(h.ids) + 1 < n:  # EOS forced at the limit has no model probability
-                assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids), abs=1e-4)
+            eos = len(h.ids) + 1 < n  # EOS forced at the limit costs nothing (test_eos_forced_at_the_limit_...)
+            assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids, eos), abs=1e-4)
             assert h.score == pytest.approx(h.logprob / length_penalty(len(h.ids) + 1, 1.0))
 
 
