@@ -75,6 +75,7 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     rerun = json.loads(path.read_text())
     runs = rerun["runs"]
     assert runs[0] == run and [r["repeat"] for r in runs] == [0, 1] and runs[1]["updates"] == 12
+    assert runs[1]["train_seconds"] > runs[1]["update_seconds"] > 0 and runs[1]["beam_seconds"] > 0
     assert len(rerun["equal_runs"]) == 2 * len(first) and all(r["seconds"] > 0 for r in rerun["equal_runs"])
     greedy = [r for r in rerun["equal_runs"] if (r["system"], r["search"]) == ("ctranslate2-float32", "greedy")]
     assert [r["repeat"] for r in greedy] == [0, 1] and all(r["identical"] >= 0.95 for r in greedy)
