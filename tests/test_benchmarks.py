@@ -52,7 +52,8 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     # Equal work: CTranslate2 decodes our export with our greedy search token for token (float32).
     equal = {tuple(c.strip() for c in line.strip("|").split("|"))[:2]: line for line in out.stdout.splitlines()}
     assert ("greedy", "ctranslate2-float32") in equal and ("beam5-alpha0", "ctranslate2-int8") in equal
-    path = tmp_path / "runs" / "synthetic" / "t" / "results.json"
+    runs_root = tmp_path / "runs" / "synthetic" / "t"
+    path = runs_root / "results.json"
     results = json.loads(path.read_text())
     [run] = results["runs"]
     assert run["repeat"] == 0 and run["updates"] == 12
@@ -60,9 +61,9 @@ def test_compare_toolkits_runs_ours_on_the_synthetic_task(tmp_path):
     assert run["beam_seconds"] > 0 and run["greedy_seconds"] > 0 and 0 <= run["bleu"] <= 100
     # The tokens counted are the target tokens with EOS of the 12 updates' batches: at most 12 x 1,024.
     assert 12 * 100 < run["train_tokens"] <= 12 * 1024
-    hyps = (tmp_path / "runs" / "synthetic" / "t" / "ours-u12-r1" / "test.beam.out").read_text().splitlines()
+    hyps = (runs_root / "ours-u12-r1" / "test.beam.out").read_text().splitlines()
     assert len(hyps) == 200
-    assert not (tmp_path / "runs" / "synthetic" / "t" / "ours-u12-r1" / "translate.greedy.log").exists()
+    assert not (runs_root / "ours-u12-r1" / "translate.greedy.log").exists()
     # A second repeat, as if interrupted after its decodes were recorded but before its run (stale decodes of
     # repeat 1): the command with --repeats 2 runs the second repeat only, and its decodes replace the stale ones.
     first = results["equal_runs"]
