@@ -131,7 +131,8 @@ def build_synthetic_corpus(
         if keep == 0:
             counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
             raise DataError(
-                f"{bt_src[0] if bt_src else src_out}: no synthetic pair is left after the filters ({counts})"
+                f"{bt_src[0] if bt_src else src_out}: no synthetic pair is left after the filters ({counts}); "
+                "the model that translated them writes no usable output: train it longer"
             )
         tag = f"{BT_TAG} " if config.tagged else ""
         rng, chosen = random.Random(seed), 0
