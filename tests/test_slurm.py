@@ -218,7 +218,11 @@ def test_a_requeued_training_job_resumes_from_its_checkpoint(slurm_node, tmp_pat
     wait_for(lambda: slurm_jobs(workdir)[job_id]["JobState"] == "PENDING", "the requeued job to be pending")
     stopped = re.search(r"training stopped by signal 15 at step (\d+)", log.read_text())
     assert stopped, log.read_text()[-3000:]  # read now: Snakemake removes a job's log before it runs it again
-    # SLURM holds a requeued job for about 2 minutes (its BeginTime); an administrator's release, to save them.
+    # SLURM holds a requeued job for about 2 minutes (its BeginTime); an administrator's release, to save them. Not
+    # within the second of the requeue: slurmd refuses a credential issued in the second in which it revoked the
+    # job's last one ("Killing non-startable batch JobId=N: Job credential revoked" in slurmctld's log; the job
+    # then ends FAILED), and the revocation came before the job was seen pending.
+    time.sleep(1.05 - time.time() % 1)
     subprocess.run(["scontrol", "update", f"jobid={job_id}", "StartTime=now"], check=True, timeout=30)
     _, err = submitted.communicate(timeout=600)
     assert submitted.returncode == 0, err[-3000:]
