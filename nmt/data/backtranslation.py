@@ -132,7 +132,8 @@ def build_synthetic_corpus(
             counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
             raise DataError(
                 f"{bt_src[0] if bt_src else src_out}: no synthetic pair is left after the filters ({counts}); "
-                "the model that translated them writes no usable output: train it longer"
+                "the model that translated them writes no usable output (train it longer), or the filters' "
+                "max_ratio / max_repeats are too strict"
             )
         tag = f"{BT_TAG} " if config.tagged else ""
         rng, chosen = random.Random(seed), 0
