@@ -123,15 +123,20 @@ def children(pid: int) -> list[int]:
         return []
 
 
-def sample_ranks(agent: subprocess.Popen, samples: list[tuple[float, int, dict]], interval: float = 0.1) -> None:
-    """Append (time, pid, RSS) of every process torchrun's ``agent`` started, until the agent exits."""
-    while agent.poll() is None:
+def sample_ranks(
+    agent: int, samples: list[tuple[float, int, dict]], done: threading.Event, interval: float = 0.1
+) -> None:
+    """Append (time, pid, RSS) of every process that torchrun's ``agent`` (a pid) started, until ``done`` is set.
+
+    ``done``, not ``Popen.poll``: polling would reap the agent, and the caller's ``os.wait4`` would then find no child.
+    """
+    while not done.is_set():
         now = time.time()
-        for pid in children(agent.pid):
+        for pid in children(agent):
             rss = rss_kb(pid)
             if rss:
                 samples.append((now, pid, rss))
-        time.sleep(interval)
+        done.wait(interval)
 
 
 def log_times(log: Path) -> dict[int, float]:
@@ -184,11 +189,15 @@ def train_stage(work: Path, args: argparse.Namespace) -> dict:
     start = time.time()
     with open(work / "torchrun.log", "wb") as out:
         agent = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
-        sampler = threading.Thread(target=sample_ranks, args=(agent, samples))
+        done = threading.Event()
+        sampler = threading.Thread(target=sample_ranks, args=(agent.pid, samples, done))
         sampler.start()
-        _, status, usage = os.wait4(agent.pid, 0)
+        try:
+            _, status, usage = os.wait4(agent.pid, 0)
+        finally:
+            done.set()
+            sampler.join()
         agent.returncode = os.waitstatus_to_exitcode(status)
-        sampler.join()
     if agent.returncode != 0:
         sys.exit(f"training failed; {work / 'torchrun.log'} and {log}")
     steps = log_times(log)

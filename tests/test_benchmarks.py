@@ -182,6 +182,28 @@ def test_backtranslation_speed_finds_ctranslate2_greedy_equal_to_torch(trained_m
     assert float(rows["torch bf16 weights"][4]) <= 40 and "40 sentences" in out.stdout
 
 
+SAMPLED_AGENT = """
+import os, subprocess, sys, threading, time
+sys.path.insert(0, "benchmarks")
+from scale import sample_ranks
+agent, done = subprocess.Popen(["true"]), threading.Event()
+sampler = threading.Thread(target=sample_ranks, args=(agent.pid, [], done))
+sampler.start()
+time.sleep(0.5)  # the agent has exited while the sampler samples
+_, status, _ = os.wait4(agent.pid, 0)
+done.set()
+sampler.join()
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_scale_rehearsal_sampler_leaves_the_agent_to_its_waiter():
+    """The sampler of torchrun's ranks does not reap the agent: when it did (``Popen.poll``), the rehearsal's
+    ``os.wait4`` could find no child (ChildProcessError in a run of the suite)."""
+    out = subprocess.run([sys.executable, "-c", SAMPLED_AGENT], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 0 and out.stdout == "0\n", out.stderr[-2000:]
+
+
 def test_scale_rehearsal_binarizes_exactly_what_sentencepiece_encodes(tmp_path):
     # The small version of benchmarks/scale.py: 50,000 generated pairs through every stage.
     argv = [sys.executable, str(REPO / "benchmarks" / "scale.py"), "--pairs", "50000", "--workdir", str(tmp_path)]
