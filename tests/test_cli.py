@@ -412,7 +412,7 @@ def test_version_and_console_script_name():
 
 
 FROZEN = """
-import gc, sys
+import gc
 import torch
 from nmt.entry import entry_point
 with entry_point():
