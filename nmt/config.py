@@ -348,7 +348,7 @@ class ModelMeta:
     """What translating with a model needs to know of its training data, recorded in the model directory.
 
     ``src_lang`` and ``normalize_punctuation`` rebuild the normalizer that cleaning applied to the
-    sources (:class:`nmt.data.filters.Normalizer`); ``tagged_bt`` says whether synthetic training sources
+    sources (:class:`nmt.data.normalize.Normalizer`); ``tagged_bt`` says whether synthetic training sources
     started with the back-translation tag (real inputs never do).
     """
 

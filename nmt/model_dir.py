@@ -162,7 +162,7 @@ def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str
         settings = json.loads(path.read_text(encoding="utf-8"))["source_normalization"]
         if settings is None:
             return lines
-        from nmt.data.filters import Normalizer  # sacremoses and langid take 0.25 s to load: only when needed
+        from nmt.data.normalize import Normalizer  # sacremoses takes 0.25 s to load: only when needed
 
         normalizer = Normalizer(settings["lang"], settings["moses_punctuation"])
     except (ValueError, KeyError, TypeError) as e:

@@ -10,7 +10,7 @@ from conftest import MIRROR, assert_one_line
 
 from nmt.config import CleanConfig
 from nmt.data.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_set
-from nmt.data.filters import Normalizer
+from nmt.data.normalize import Normalizer
 from nmt.data.rawtext import open_text
 from nmt.errors import DataError
 

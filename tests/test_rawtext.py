@@ -135,7 +135,7 @@ def test_byte_order_mark_is_removed_from_the_first_line_only(tmp_path: Path) -> 
 
 
 def test_control_characters_pass_through(tmp_path: Path) -> None:
-    # Reading keeps every character but the line end; nmt.data.filters.Normalizer removes control characters.
+    # Reading keeps every character but the line end; nmt.data.normalize.Normalizer removes control characters.
     lines = ["ok", "a\x00b", "\x1b[31mred\x1b[0m", "bell\x07 del\x7f", "tab\there", "\u200bzero\u200cwidth"]
     assert read(tmp_path, "\n".join(lines).encode()) == lines
 

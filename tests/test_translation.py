@@ -12,7 +12,7 @@ import torch
 from conftest import make_toy_corpus, run_training, tiny_model
 
 from nmt.config import DecodeConfig, ModelMeta
-from nmt.data.filters import Normalizer
+from nmt.data.normalize import Normalizer
 from nmt.data.subword import load_subword
 from nmt.decoding.translation import in_threads, load_decoding, translate_file, translate_lines, translate_windows
 from nmt.device import get_device

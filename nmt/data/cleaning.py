@@ -22,7 +22,8 @@ from threadpoolctl import threadpool_limits
 
 from nmt.atomic import atomic_text, atomic_texts
 from nmt.config import CleanConfig
-from nmt.data.filters import PAIR_FILTERS, SENTENCE_FILTERS, Normalizer, PairFilter, SentenceFilter
+from nmt.data.filters import PAIR_FILTERS, SENTENCE_FILTERS, PairFilter, SentenceFilter
+from nmt.data.normalize import Normalizer
 from nmt.data.rawtext import check_encoding, file_name, guess_encoding, open_text, zip_aligned
 from nmt.errors import DataError
 

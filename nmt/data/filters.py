@@ -1,6 +1,7 @@
-"""The filters of one sentence and of one sentence pair: normalization, length, ratio, copies, script and language.
+"""The filters of one sentence and of one sentence pair: length, ratio, copies, script and language.
 
-Monolingual cleaning runs a :class:`SentenceFilter`; parallel cleaning runs a :class:`PairFilter`,
+A :class:`SentenceFilter` normalizes a sentence (:mod:`nmt.data.normalize`) and names the filter that drops it, if
+any: monolingual cleaning runs one; parallel cleaning runs a :class:`PairFilter`,
 which runs the same sentence filters on both sides and then the filters of the pair. Neither holds
 state across sentences, so cleaning can run them in worker processes on chunks of a corpus; what
 needs the whole corpus (deduplication, decontamination, ``max_pairs``) stays in :mod:`nmt.data.cleaning`.
@@ -8,65 +9,21 @@ needs the whole corpus (deduplication, decontamination, ``max_pairs``) stays in 
 
 import logging
 import re
-import unicodedata
 
 import numpy as np
 from py3langid.langid import MODEL_FILE, LanguageIdentifier
-from sacremoses import MosesPunctNormalizer
 
 from nmt.config import CleanConfig
+from nmt.data.normalize import Normalizer
 
 log = logging.getLogger(__name__)
 
-# Zero-width (non-)joiners are format characters (Cf) that spell words in Persian and Indic scripts.
-KEEP_FORMAT_CHARS = {"\u200c", "\u200d"}
 # Filter names in the order they are tried; the first that matches drops the sentence, or the pair.
 SENTENCE_FILTERS = ("invalid_utf8", "empty", "ansi_code", "too_short", "too_long")
 PAIR_FILTERS = (*SENTENCE_FILTERS, "long_token", "ratio", "copy", "alpha", "langid")
 # A terminal colour code (SGR, e.g. ``[31m``, ``[1;32m``) whose ESC byte was removed as a control character:
 # text copied from a terminal or a log, not a sentence.
 ANSI_CODE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
-
-
-class Normalizer:
-    """Unicode and punctuation normalization of one language's sentences.
-
-    Applies, in order: NFC; Moses punctuation normalization (as in Moses'
-    ``normalize-punctuation.perl``, via sacremoses) if enabled; removal of control and other
-    non-printing characters (Unicode category C*), with whitespace controls such as tab turned
-    into spaces; whitespace collapse and strip.
-    """
-
-    def __init__(self, lang: str, punctuation: bool = True):
-        """
-        :param lang: ISO 639-1 code, selects the language-specific Moses rules (e.g. French quotes)
-        :param punctuation: whether to apply Moses punctuation normalization
-        """
-        self.lang = lang
-        # Building the normalizer compiles dozens of regexes, so it is done once per language.
-        self.punct = MosesPunctNormalizer(lang=lang) if punctuation else None
-
-    def __call__(self, line: str) -> str:
-        """
-        :param line: one sentence without line terminator
-        :return: the normalized sentence; empty if nothing printable was left
-        """
-        line = unicodedata.normalize("NFC", line)
-        if self.punct is not None:
-            line = self.punct.normalize(line)
-        # isprintable() is False for every C* (and non-ASCII-space Z*) character: a fast path for clean lines.
-        if not line.isprintable():
-            line = "".join(_printable(ch) for ch in line)
-        return " ".join(line.split())
-
-
-def _printable(ch: str) -> str:
-    """Map a whitespace control to a space, drop other C* characters, keep the rest."""
-    if ch.isspace():
-        return " "
-    if unicodedata.category(ch)[0] == "C" and ch not in KEEP_FORMAT_CHARS:
-        return ""
-    return ch
 
 
 def alpha_share(line: str) -> float:

@@ -3,7 +3,7 @@
 Every corpus file (plain, gzip or xz) is read through :func:`open_text`, which keeps lines aligned
 across the two sides of a parallel corpus: a line that is not valid UTF-8 becomes None, not an error
 and not a shift. :func:`check_encoding` then judges the share of such lines per file. Control
-characters pass through unchanged; :class:`nmt.data.filters.Normalizer` removes them.
+characters pass through unchanged; :class:`nmt.data.normalize.Normalizer` removes them.
 
 Errors name the user's file as configured (a URL or path) beside the copy that was read
 (:func:`file_name`): the downloaded copy under ``results/data/download`` is not the file the user knows.
