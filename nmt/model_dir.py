@@ -18,6 +18,7 @@ import sentencepiece as spm
 
 from nmt.atomic import atomic_path, hash_file, write_text
 from nmt.config import ModelMeta
+from nmt.data.normalize import Normalizer
 from nmt.data.subword import load_subword
 from nmt.errors import DataError, NmtError
 from nmt.vocab import BT_TAG
@@ -162,8 +163,6 @@ def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str
         settings = json.loads(path.read_text(encoding="utf-8"))["source_normalization"]
         if settings is None:
             return lines
-        from nmt.data.normalize import Normalizer  # sacremoses takes 0.25 s to load: only when needed
-
         normalizer = Normalizer(settings["lang"], settings["moses_punctuation"])
     except (ValueError, KeyError, TypeError) as e:
         raise DataError(f"{path}: not a model meta file ({type(e).__name__}: {e})") from None

@@ -10,7 +10,7 @@ from conftest import MIRROR, assert_one_line
 
 from nmt.config import CleanConfig
 from nmt.data.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_set
-from nmt.data.normalize import Normalizer
+from nmt.data.normalize import Normalizer, moses_punct_normalizer
 from nmt.data.rawtext import open_text
 from nmt.errors import DataError
 
@@ -494,3 +494,22 @@ def test_language_check_decides_as_py3langid_classify() -> None:
             for line in sentences:
                 best, prob = check.identifier.classify(line)
                 assert check(line) == (best == lang or prob < threshold), (lang, threshold, line)
+
+
+# Lines where sacremoses' rules differ by language: quotes, guillemets, spaces before punctuation, numbers.
+PUNCTUATION_LINES = [
+    "\u201eHallo\u201c, sagte er \u2013 \u00ab oui \u00bb ; 1 000,5 %",
+    "\u2018It\u2019s\u2019 \u201cok\u201d ,he said\u2026 ( yes ) 25 \u00b0C",
+    "Er sagte: \u201aja\u2018 \u2014 und\u00a0dann ?!",
+]
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "fr", "cs", "es"])
+def test_the_normalizer_loaded_alone_normalizes_as_the_sacremoses_package_does(lang: str) -> None:
+    import sacremoses
+
+    ours = moses_punct_normalizer()(lang=lang)
+    theirs = sacremoses.MosesPunctNormalizer(lang=lang)
+    assert [ours.normalize(line) for line in PUNCTUATION_LINES] == [
+        theirs.normalize(line) for line in PUNCTUATION_LINES
+    ]

@@ -1,10 +1,16 @@
 """Unicode and punctuation normalization of one language's sentences: cleaning's first step, and what
 ``nmt translate`` applies to its input for a model whose training sources were normalized (meta.json).
+
+Only sacremoses' punctuation normalizer is used, and it is loaded from its own module file: ``import
+sacremoses`` runs the package's ``__init__``, which imports its tokenizer, truecaser and joblib as well, 0.2-0.3 s
+of every process that normalizes (the normalizer's module takes 6 ms: it imports ``re``, ``regex`` and
+``itertools``); measured in benchmarks/README.md ("Start-up").
 """
 
+import functools
+import importlib.util
 import unicodedata
-
-from sacremoses import MosesPunctNormalizer
+from pathlib import Path
 
 # Zero-width (non-)joiners are format characters (Cf) that spell words in Persian and Indic scripts.
 KEEP_FORMAT_CHARS = {"\u200c", "\u200d"}
@@ -26,7 +32,7 @@ class Normalizer:
         """
         self.lang = lang
         # Building the normalizer compiles dozens of regexes, so it is done once per language.
-        self.punct = MosesPunctNormalizer(lang=lang) if punctuation else None
+        self.punct = moses_punct_normalizer()(lang=lang) if punctuation else None
 
     def __call__(self, line: str) -> str:
         """
@@ -49,3 +55,19 @@ def _printable(ch: str) -> str:
     if unicodedata.category(ch)[0] == "C" and ch not in KEEP_FORMAT_CHARS:
         return ""
     return ch
+
+
+@functools.cache
+def moses_punct_normalizer() -> type:
+    """sacremoses' ``MosesPunctNormalizer`` class, from ``sacremoses/normalize.py`` alone (see the module's
+    docstring); through the package when that file is not where sacremoses 0.2.0 keeps it."""
+    package = importlib.util.find_spec("sacremoses")
+    path = Path(package.submodule_search_locations[0], "normalize.py") if package else None
+    if path is None or not path.is_file():
+        from sacremoses import MosesPunctNormalizer
+
+        return MosesPunctNormalizer
+    spec = importlib.util.spec_from_file_location("sacremoses.normalize", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MosesPunctNormalizer
