@@ -1,10 +1,10 @@
 """Unicode and punctuation normalization of one language's sentences: cleaning's first step, and what
 ``nmt translate`` applies to its input for a model whose training sources were normalized (meta.json).
 
-Only sacremoses' punctuation normalizer is used, and it is loaded from its own module file: ``import
-sacremoses`` runs the package's ``__init__``, which imports its tokenizer, truecaser and joblib as well, 0.2-0.3 s
-of every process that normalizes (the normalizer's module takes 6 ms: it imports ``re``, ``regex`` and
-``itertools``); measured in benchmarks/README.md ("Start-up").
+Only sacremoses' punctuation normalizer is used, and it is loaded from its own module file, which imports only
+``re``, ``regex`` and ``itertools``: ``import sacremoses`` runs the package's ``__init__``, which imports its
+tokenizer, truecaser and joblib as well: nearly all of the package's import time, for nothing used here
+(benchmarks/README.md, "Start-up").
 """
 
 import functools
