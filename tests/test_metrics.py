@@ -6,7 +6,7 @@ import pytest
 from conftest import assert_one_line
 
 from nmt.errors import ConfigError, DataError
-from nmt.evaluation.metrics import get_metric, score_corpus, score_files, write_scores
+from nmt.evaluation.metrics import get_metric, score_corpus, score_files, score_metric, write_scores
 
 # (hypotheses, references, BLEU, chrF, TER): identical text, nothing in common, and a known partial case
 CASES = [
@@ -44,6 +44,20 @@ def test_a_target_language_that_is_no_code_is_one_line(trg_lang):
 @pytest.mark.parametrize("trg_lang, tokenizer", [("", "13a"), ("de", "13a"), ("fil", "13a"), ("zh", "zh")])
 def test_language_codes_pick_the_tokenizer(trg_lang, tokenizer):
     assert f"tok:{tokenizer}|" in score_corpus(["我爱你"], ["我爱你"], trg_lang)["bleu"]["signature"]
+
+
+@pytest.mark.parametrize(
+    ("trg_lang", "hyp", "ref", "ter"),
+    [
+        ("zh", "我今天很高兴见到你们大家", "我今天很开心见到你们大家", 16.67),  # 2 of 12 characters
+        ("ja", "今日はとても良い天気ですね。", "今日はとても悪い天気ですね。", 11.11),  # 1 of 9 after tercom's split
+        ("de", "Ein Hund läuft über die Wiese", "Ein Hund rennt über die Wiese", 16.67),  # 1 of 6 words
+    ],
+)
+def test_ter_counts_characters_of_chinese_and_japanese(trg_lang, hyp, ref, ter):
+    """Without spaces a sentence is one tercom token, so any difference would be 100% of the edits (Japanese BLEU
+    needs sacrebleu[ja], not installed here: TER alone)."""
+    assert round(score_metric("ter", [hyp], [ref], trg_lang)[0], 2) == ter
 
 
 def test_a_tokenizer_without_its_dependencies_is_one_line():

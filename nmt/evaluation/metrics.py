@@ -12,11 +12,14 @@ from nmt.errors import ConfigError, DataError
 
 # An ISO 639 code as sacreBLEU's test sets write them (every one of them is two or three lowercase letters).
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
+# Target languages written without spaces between words. TER splits them into characters (sacreBLEU's tercom
+# tokenizer does so only with its normalization on): as one token per sentence, any edit would cost 100%.
+UNSPACED = {"zh", "ja"}
 # name -> factory(trg_lang); BLEU picks its tokenizer from the target language (e.g. zh, ja).
 METRICS = {
     "bleu": lambda trg_lang: BLEU(trg_lang=trg_lang),
     "chrf": lambda trg_lang: CHRF(),
-    "ter": lambda trg_lang: TER(),
+    "ter": lambda trg_lang: TER(normalized=trg_lang in UNSPACED, asian_support=trg_lang in UNSPACED),
 }
 # Metrics whose lower scores are the better ones: TER counts edits.
 LOWER_IS_BETTER = {"ter"}
