@@ -1,6 +1,7 @@
 """sacrebleu metrics with signatures, and the one-line errors of the scoring step."""
 
 import json
+import logging
 
 import pytest
 from conftest import assert_one_line
@@ -70,6 +71,19 @@ def test_a_tokenizer_without_its_dependencies_is_one_line():
     with pytest.raises(ConfigError) as excinfo:
         get_metric("bleu", "ko")
     assert_one_line(excinfo, "bleu for target language 'ko'")
+
+
+@pytest.mark.parametrize(
+    ("ref", "trg_lang", "warned"),
+    [("我爱你。", "", True), ("我爱你。", "zh", False), ("今日は良い天気です", "", True), ("Ein Hund.", "", False)],
+)
+def test_scoring_chinese_or_japanese_without_the_language_warns(tmp_path, caplog, ref, trg_lang, warned):
+    (tmp_path / "hyp").write_text(f"{ref}\n", encoding="utf-8")
+    (tmp_path / "ref").write_text(f"{ref}\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="nmt"):
+        score_files(tmp_path / "hyp", tmp_path / "ref", trg_lang)
+    expected = [f"{tmp_path / 'ref'} is mostly Chinese or Japanese characters, but no target language was given"]
+    assert [r.getMessage()[: len(expected[0])] for r in caplog.records] == (expected if warned else [])
 
 
 def test_line_count_mismatch_names_both_files(tmp_path):

@@ -1,6 +1,7 @@
 """Corpus-level BLEU, chrF and TER with sacrebleu, each with its signature."""
 
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,16 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from nmt.atomic import read_lines, write_text
 from nmt.errors import ConfigError, DataError
 
+log = logging.getLogger(__name__)
+
 # An ISO 639 code as sacreBLEU's test sets write them (every one of them is two or three lowercase letters).
 LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
+
 # Target languages written without spaces between words. TER splits them into characters (sacreBLEU's tercom
 # tokenizer does so only with its normalization on): as one token per sentence, any edit would cost 100%.
 UNSPACED = {"zh", "ja"}
+# Han characters and kana: a reference mostly of them wants the zh or ja tokenizer.
+HAN_OR_KANA = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # name -> factory(trg_lang); BLEU picks its tokenizer from the target language (e.g. zh, ja).
 METRICS = {
     "bleu": lambda trg_lang: BLEU(trg_lang=trg_lang),
@@ -73,7 +79,19 @@ def score_files(hyp_path: str | Path, ref_path: str | Path, trg_lang: str = "") 
         raise DataError(f"{hyp_path} has {len(hyps)} lines but {ref_path} has {len(refs)}")
     if not hyps:
         raise DataError(f"{hyp_path} and {ref_path}: no sentences to score (both files are empty)")
+    if not trg_lang and is_han_or_kana(refs):
+        log.warning(
+            "%s is mostly Chinese or Japanese characters, but no target language was given: BLEU's default "
+            "tokenizer (13a) and TER do not split them; give the language (nmt score --trg-lang zh or ja)",
+            ref_path,
+        )
     return score_corpus(hyps, refs, trg_lang)
+
+
+def is_han_or_kana(lines: list[str]) -> bool:
+    """Whether half the non-space characters of ``lines`` are Han characters or kana (see :data:`HAN_OR_KANA`)."""
+    chars = sum(len(line) - line.count(" ") for line in lines)
+    return sum(len(HAN_OR_KANA.findall(line)) for line in lines) * 2 >= max(chars, 1)
 
 
 def write_scores(
