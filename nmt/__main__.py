@@ -1,4 +1,5 @@
-"""Command line: ``translate`` (``python -m nmt translate --model DIR <src >hyp``), ``score``, ``binarize``, ``train``.
+"""Command line: ``translate`` (``python -m nmt translate --model DIR <src >hyp``), ``score``, ``subword``,
+``binarize``, ``train``, ``export``.
 
 ``train`` is what the workflow runs under ``torchrun`` for data-parallel training; it works on its
 own too, also under ``srun torchrun ...`` across nodes.
@@ -103,6 +104,14 @@ def train(args: argparse.Namespace) -> None:
     data = args.train_data or (args.train_src, args.train_trg)
     keep_freed_memory()  # reuse each update's freed tensors instead of faulting pages in
     train_model(args.model_options, config, data, **{name: getattr(args, name) for name in TRAIN_FILES}, meta=meta)
+
+
+def subword(args: argparse.Namespace) -> None:
+    from nmt.config import SubwordConfig
+    from nmt.data.subword import train_subword
+
+    config = from_dict(SubwordConfig, args.subword, "--subword")
+    train_subword(args.src, args.trg, args.src_spm, args.trg_spm, config, args.threads)
 
 
 def binarize(args: argparse.Namespace) -> None:
@@ -230,6 +239,15 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--trg-lang", default="", help="target language (picks the BLEU tokenizer, e.g. zh, ja)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=score)
+    p = commands.add_parser("subword", help="learn the source and target sentencepiece models (with nmt's special ids)")
+    p.add_argument("--src", required=True, nargs="+", help="source text files")
+    p.add_argument("--trg", required=True, nargs="+", help="target text files")
+    p.add_argument("--src-spm", required=True, help="output: the source sentencepiece model")
+    p.add_argument("--trg-spm", required=True, help="output: the target model (a copy of the source one when joint)")
+    p.add_argument("--subword", default={}, type=json_mapping, help="subword keys as JSON (config.yaml's subword)")
+    p.add_argument("--threads", type=positive_int, default=1, help="sentencepiece trainer threads")
+    p.add_argument("--log-file", help="append the log to this file (default: stderr)")
+    p.set_defaults(run=subword)
     p = commands.add_parser("train", help="train a model into a directory (data parallel under torchrun)")
     p.add_argument("--model-options", required=True, type=json_mapping, help='e.g. {"arch": "transformer"}')
     p.add_argument("--training", default={}, type=json_mapping, help="training keys as JSON (config.yaml's training)")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import sentencepiece as spm
 import torch
 from conftest import TOY_MODEL
 
@@ -269,6 +270,39 @@ def test_train_options_not_json(capsys, monkeypatch):
     status, _, stderr = run_main(["train", "--model-options", "{arch"], b"", capsys, monkeypatch)
     assert status == 2
     check_stderr(stderr, r"python -m nmt train: error: argument --model-options: not JSON \(", 2)
+
+
+def test_subword_learns_the_models_that_binarize_takes(toy_corpus, tmp_path, capsys, monkeypatch):
+    """Outside the workflow, ``nmt subword`` learns the subword models with the special ids every stage needs."""
+    text = ["--src", str(toy_corpus["train.en"]), "--trg", str(toy_corpus["train.de"])]
+    models = ["--src-spm", str(tmp_path / "spm/en.model"), "--trg-spm", str(tmp_path / "spm/de.model")]
+    argv = ["subword", *text, *models, "--subword", '{"vocab_size": 81, "joint": false}']
+    status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
+    assert status == 0, stderr
+    binarize = ["binarize", *text, *models, "--out", str(tmp_path / "train")]
+    status, _, stderr = run_main(binarize, b"", capsys, monkeypatch)
+    assert status == 0, stderr
+    header = json.loads((tmp_path / "train.json").read_text())
+    assert header["pairs"] == 600 and header["src"]["vocab_size"] <= 81 and header["trg"]["vocab_size"] <= 81
+    assert (tmp_path / "spm/en.model").read_bytes() != (tmp_path / "spm/de.model").read_bytes()  # not joint
+    status, _, stderr = run_main([*argv[:-1], '{"vocab_sise": 81}'], b"", capsys, monkeypatch)
+    assert status == 1
+    check_stderr(stderr, r"^error: --subword: unknown key 'vocab_sise'", 1)
+
+
+def test_a_sentencepiece_model_with_other_special_ids_names_the_remedy(toy_corpus, tmp_path, capsys, monkeypatch):
+    """sentencepiece's defaults (no PAD, UNK 0, BOS 1, EOS 2) are not ours: one line saying how to learn a model."""
+    spm.SentencePieceTrainer.train(
+        input=str(toy_corpus["train.en"]), model_prefix=str(tmp_path / "plain"), vocab_size=30, minloglevel=2
+    )
+    model = str(tmp_path / "plain.model")
+    argv = ["binarize", "--src", str(toy_corpus["train.en"]), "--trg", str(toy_corpus["train.de"]),
+            "--src-spm", model, "--trg-spm", model, "--out", str(tmp_path / "train")]  # fmt: skip
+    status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
+    assert status == 1
+    remedy = r"learn the model with `nmt subword` \(or sentencepiece with pad_id=0 unk_id=1 bos_id=2 eos_id=3\)$"
+    pattern = rf"^error: {re.escape(model)}: special ids .*: {remedy}"
+    check_stderr(stderr, pattern, 1)
 
 
 # The options users of fairseq, OpenNMT-py and Marian expect of ``translate``.

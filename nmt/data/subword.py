@@ -84,5 +84,9 @@ def load_subword(path: str | Path) -> spm.SentencePieceProcessor:
         raise DataError(f"{path}: not a sentencepiece model ({str(e).strip().splitlines()[0]})") from e
     ids = {"pad_id": sp.pad_id(), "unk_id": sp.unk_id(), "bos_id": sp.bos_id(), "eos_id": sp.eos_id()}
     if ids != SPECIAL_IDS:
-        raise DataError(f"{path}: special ids {ids} differ from the expected {SPECIAL_IDS}")
+        expected = " ".join(f"{k}={v}" for k, v in SPECIAL_IDS.items())
+        raise DataError(
+            f"{path}: special ids {ids} differ from the expected {SPECIAL_IDS}: learn the model with "
+            f"`nmt subword` (or sentencepiece with {expected})"
+        )
     return sp
