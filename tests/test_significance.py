@@ -70,6 +70,9 @@ def test_a_better_system_is_marked_better(systems):
     better = {r["metric"]: r for r in records if r["system"] == "baseline"}  # tested against "worse" this time
     worse = {r["metric"]: r for r in records if r["system"] == "worse"}
     assert [r["direction"] for r in better.values()] == ["better"] * 3
+    # Significant, not only ahead: 200 resamples of 300 sentences never favour the system that drops 30% of the words.
+    assert all(r["significant"] and r["p_value"] < 0.01 for r in better.values()), better
+    assert all(r["p_value"] is None and not r["significant"] for r in worse.values()), "the baseline is not tested"
     assert better["ter"]["score"] < worse["ter"]["score"] and better["bleu"]["score"] > worse["bleu"]["score"]
 
 
