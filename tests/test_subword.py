@@ -1,6 +1,10 @@
 """Sentencepiece training: joint and separate models, BPE and unigram, fixed special ids."""
 
+import random
+import string
+
 import pytest
+from conftest import write_lines
 
 from nmt.config import SubwordConfig
 from nmt.data.subword import load_subword, train_subword
@@ -31,3 +35,27 @@ def test_missing_input_is_one_line(tmp_path):
 def test_load_missing_model(tmp_path):
     with pytest.raises(DataError, match="subword model not found"):
         load_subword(tmp_path / "none.model")
+
+
+@pytest.mark.parametrize("model_type", ["bpe", "unigram"])
+def test_model_bytes_depend_on_data_not_threads_or_paths(tmp_path, model_type):
+    """The same data gives the same model file under any --cores and from any folder (its sha256 keys what follows).
+
+    Words of random letters, unlike the toy task's few words, give unigram EM counts whose sums depend on how the
+    sentences are shared out among threads.
+    """
+    rng = random.Random(1)
+    words = ["".join(rng.choices(string.ascii_lowercase[:16], k=rng.randint(2, 8))) for _ in range(300)]
+    lines = [" ".join(rng.choices(words, k=rng.randint(3, 10))) for _ in range(300)]
+    config = SubwordConfig(model_type=model_type, vocab_size=100, joint=False)
+    models = []
+    for threads, folder in ((1, "a"), (2, "a"), (3, "b")):
+        inputs = tmp_path / folder / "inputs"
+        inputs.mkdir(parents=True, exist_ok=True)
+        src = write_lines(inputs / f"{folder}.src", lines)
+        model = tmp_path / folder / f"{threads}.model"
+        train_subword([src], [src], model, tmp_path / folder / f"{threads}.trg.model", config, threads=threads)
+        models.append(model.read_bytes())
+    assert models[0] == models[1] == models[2]
+    assert b"inputs" not in models[0]
+    assert len(load_subword(tmp_path / "a" / "1.model")) > 50

@@ -1,7 +1,9 @@
 """Subword segmentation with sentencepiece (BPE or unigram), joint or per language."""
 
+import io
 import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import sentencepiece as spm
@@ -13,34 +15,105 @@ from nmt.vocab import BT_TAG, SPECIAL_IDS
 
 log = logging.getLogger(__name__)
 
+# sentencepiece's unigram EM gives each trainer thread a share of the sentences and adds up the shares' float counts,
+# so the scores, and with them the order of the pieces, depend on the number of threads: it trains with this fixed
+# number (sentencepiece's default), whatever threads the job has. BPE's threads change only its speed.
+UNIGRAM_THREADS = 16
+# What a model records of where and how it was learned rather than what it is (sentencepiece_model.proto): the
+# TrainerSpec (field 2 of ModelProto) fields input (1, the paths of the training files) and num_threads (16).
+TRAINER_SPEC = 2
+MACHINE_FIELDS = (1, 16)
+
 
 def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int) -> None:
     """Train one sentencepiece model on ``inputs`` and write it atomically to ``model_out``.
 
-    The trainer writes the model to an open file (``model_writer``) rather than to ``{prefix}.model``
-    and ``{prefix}.vocab``, so the one temp file of :func:`nmt.atomic.atomic_path` is all there is.
+    The trainer writes the model to memory (``model_writer``) rather than to ``{prefix}.model`` and
+    ``{prefix}.vocab``; the file gets it without the input paths and thread count (:func:`strip_machine_fields`),
+    so the same data and settings give the same bytes (and sha256) on any machine and under any ``--cores``.
     """
     for path in inputs:
         if not Path(path).is_file() or Path(path).stat().st_size == 0:
             raise DataError(f"{path}: subword training input is missing or empty")
     spm.set_random_generator_seed(config.seed)
-    with atomic_path(model_out) as tmp, open(tmp, "wb") as model_writer:
-        spm.SentencePieceTrainer.train(
-            input=[str(p) for p in inputs],
-            model_writer=model_writer,
-            model_type=config.model_type,
-            vocab_size=config.vocab_size,
-            character_coverage=config.character_coverage,
-            input_sentence_size=config.input_sentence_size,
-            shuffle_input_sentence=True,
-            # A small corpus cannot always fill the vocabulary; take what it gives rather than fail.
-            hard_vocab_limit=False,
-            num_threads=max(1, threads),
-            minloglevel=2,
-            user_defined_symbols=[BT_TAG],
-            **SPECIAL_IDS,
-        )
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        input=[str(p) for p in inputs],
+        model_writer=model,
+        model_type=config.model_type,
+        vocab_size=config.vocab_size,
+        character_coverage=config.character_coverage,
+        input_sentence_size=config.input_sentence_size,
+        shuffle_input_sentence=True,
+        # A small corpus cannot always fill the vocabulary; take what it gives rather than fail.
+        hard_vocab_limit=False,
+        num_threads=UNIGRAM_THREADS if config.model_type == "unigram" else max(1, threads),
+        minloglevel=2,
+        user_defined_symbols=[BT_TAG],
+        **SPECIAL_IDS,
+    )
+    with atomic_path(model_out) as tmp:
+        tmp.write_bytes(strip_machine_fields(model.getvalue()))
     log.info("trained %s model %s (%d pieces)", config.model_type, model_out, len(load_subword(model_out)))
+
+
+def strip_machine_fields(model: bytes) -> bytes:
+    """A serialized sentencepiece ModelProto without the TrainerSpec fields of :data:`MACHINE_FIELDS`.
+
+    It edits the protobuf wire format directly, since sentencepiece needs the protobuf package only for its optional
+    ``sentencepiece_model_pb2``; the other fields keep their bytes and order.
+
+    :param model: the bytes of a ``.model`` file
+    :return: the same model without the input paths and thread count
+    """
+    out = bytearray()
+    for number, field, payload in _wire_fields(model):
+        if number == TRAINER_SPEC:
+            spec = b"".join(f for n, f, _ in _wire_fields(payload) if n not in MACHINE_FIELDS)
+            out += _varint_bytes(TRAINER_SPEC << 3 | 2) + _varint_bytes(len(spec)) + spec
+        else:
+            out += field
+    return bytes(out)
+
+
+def _wire_fields(message: bytes) -> Iterator[tuple[int, bytes, bytes]]:
+    """The fields of a protobuf message in order: (field number, the field's bytes, its length-delimited payload)."""
+    pos = 0
+    while pos < len(message):
+        start = payload = pos
+        key, pos = _read_varint(message, pos)
+        wire_type = key & 7
+        if wire_type == 0:
+            _, pos = _read_varint(message, pos)
+        elif wire_type == 1:
+            pos += 8
+        elif wire_type == 5:
+            pos += 4
+        elif wire_type == 2:
+            length, payload = _read_varint(message, pos)
+            pos = payload + length
+        else:
+            raise DataError(f"sentencepiece model: unexpected protobuf wire type {wire_type}")
+        yield key >> 3, message[start:pos], message[payload:pos]
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The protobuf varint at ``pos`` and the position after it."""
+    value = shift = 0
+    while True:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        shift, pos = shift + 7, pos + 1
+        if byte < 0x80:
+            return value, pos
+
+
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes([*out, value])
 
 
 def train_subword(
@@ -61,7 +134,7 @@ def train_subword(
     :param src_model: output path of the source model (``.model``)
     :param trg_model: output path of the target model
     :param config: subword settings
-    :param threads: sentencepiece trainer threads
+    :param threads: sentencepiece trainer threads (of BPE; unigram always uses :data:`UNIGRAM_THREADS`)
     """
     src_model, trg_model = Path(src_model), Path(trg_model)
     if config.joint:
