@@ -132,6 +132,18 @@ def _remove_stale_parts(dest: Path) -> None:
             path.unlink(missing_ok=True)
 
 
+def local_file(url: str) -> Path | None:
+    """The file on disk that a ``file://`` URL (of this host) or a plain path names, whether or not it exists.
+
+    :param url: a corpus location as configured
+    :return: its path, or None for an http(s) URL (fetched, or read from the mirror) or another scheme
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "file":
+        return Path(urllib.request.url2pathname(parts.path)) if parts.netloc in ("", "localhost") else None
+    return None if "://" in url else Path(url)
+
+
 def _get_local_source(url: str, mirror: str | Path | None) -> Path:
     """Return the existing local file that stands for ``url`` (mirror copy, file:// URL or plain path)."""
     parts = urllib.parse.urlsplit(url)
@@ -140,14 +152,11 @@ def _get_local_source(url: str, mirror: str | Path | None) -> Path:
         if not path.is_file():
             raise DownloadError(f"{url}: not in the mirror ({path} does not exist)")
         return path
-    if parts.scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            raise DownloadError(f"{url}: file:// URLs on another host are not supported")
-        path = Path(urllib.request.url2pathname(parts.path))
-    elif "://" in url:
+    path = local_file(url)
+    if path is None and parts.scheme == "file":
+        raise DownloadError(f"{url}: file:// URLs on another host are not supported")
+    if path is None:
         raise DownloadError(f"{url}: unsupported URL scheme '{parts.scheme}'")
-    else:
-        path = Path(url)
     if not path.is_file():
         raise DownloadError(f"{url}: no such file {path}")
     return path

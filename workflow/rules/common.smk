@@ -280,3 +280,20 @@ def get_reverse_training(wildcards):
 def get_system(wildcards, input):
     run = Run(get_model(wildcards).name, wildcards.stage, wildcards.run)
     return EXPERIMENT.system_row(f"{wildcards.src}-{wildcards.trg}", wildcards.test, run, input.hyp, input.ref)
+
+
+# local corpus inputs
+
+from nmt.data.download import local_file
+
+
+def get_local_file(wildcards):
+    """Input function of the jobs that read a corpus's file on disk (a local path or file:// URL): fetch_archive for
+    an archive or TSV file, download_corpus (with ``lang``) for a file per language. As an input its edits rerun the
+    job and what follows; none for a download or the mirror (switching to the mirror fetches nothing again), nor for
+    a missing file (the job's one-line error names it)."""
+    corpus, lang = get_corpus(wildcards), getattr(wildcards, "lang", None)
+    if corpus.importer not in ("url", "local") or corpus.archived == (lang is not None):
+        return []
+    path = local_file(corpus.location if lang is None else corpus.location.replace("{lang}", lang))
+    return [str(path)] if path is not None and path.is_file() else []

@@ -9,6 +9,8 @@ localrules:
 
 # Fetch the one file that holds all languages of a corpus: a zip/tar archive, a TSV file, an OPUS zip.
 rule fetch_archive:
+    input:
+        local=get_local_file,
     output:
         archive="results/data/archive/{corpus}",
         manifest="results/data/archive/{corpus}.manifest.json",
@@ -28,6 +30,7 @@ rule fetch_archive:
 rule download_corpus:
     input:
         archive=get_archive,
+        local=get_local_file,
     output:
         data="results/data/download/{corpus}.{lang}",
         manifest="results/data/download/{corpus}.{lang}.manifest.json",
