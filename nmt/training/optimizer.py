@@ -60,22 +60,56 @@ def spent(progress: dict[str, Any], config: TrainConfig) -> float:
     return min(share, 1.0)
 
 
+def decayed(progress: dict[str, Any], config: TrainConfig) -> float:
+    """The share of the ``linear``/``cosine`` decay done before the next update, in [0, 1]: 0 until the warmup
+    ends, 1 where the budget ends (:func:`spent`).
+
+    The decay runs over the budget left after the warmup: from the share spent before update ``warmup_steps``
+    (the peak, at ``lr``), ``(warmup_steps - 1) / max_steps``, to 1. Under ``max_minutes`` the time spent when
+    the warmup ended is not recorded, so the decay starts at that same share of the time: where the time runs
+    out faster than the steps, it starts during the warmup and the peak stays below ``lr``, and the rate still
+    falls continuously to zero where the time ends.
+    """
+    share = spent(progress, config)
+    if share >= 1.0:
+        return 1.0
+    warmed_up = max(config.warmup_steps - 1, 0) / config.max_steps  # the share spent before the peak update
+    if share <= warmed_up:
+        return 0.0
+    return (share - warmed_up) / (1.0 - warmed_up)
+
+
 def get_lr(progress: dict[str, Any], config: TrainConfig) -> float:
     """The learning rate of the next update under ``config.lr_schedule``, from the run's ``progress``.
 
-    ``linear`` and ``cosine`` multiply the warmup by a decay that reaches zero where the budget ends
-    (:func:`spent`): a run that stops there has annealed, whatever its length. ``anneal_on_plateau``
-    multiplies the rate by the annealing factors so far (``progress["lr_scale"]``).
+    Every schedule warms up linearly to ``lr`` over ``warmup_steps`` updates. ``linear`` and ``cosine`` then
+    decay to zero where the budget ends (:func:`decayed`): a run that stops there has annealed, whatever its
+    length. ``anneal_on_plateau`` multiplies the rate by the annealing factors so far (``progress["lr_scale"]``).
     """
     step = progress["step"] + 1
     if config.lr_schedule == "inverse_sqrt":
         return lr_at_step(step, config.lr, config.warmup_steps)
     warmup = min(step / config.warmup_steps, 1.0) if config.warmup_steps else 1.0
     if config.lr_schedule == "linear":
-        return config.lr * warmup * (1.0 - spent(progress, config))
+        return config.lr * warmup * (1.0 - decayed(progress, config))
     if config.lr_schedule == "cosine":
-        return config.lr * warmup * 0.5 * (1.0 + math.cos(math.pi * spent(progress, config)))
+        return config.lr * warmup * 0.5 * (1.0 + math.cos(math.pi * decayed(progress, config)))
     return config.lr * warmup * progress["lr_scale"]
+
+
+def warn_about_schedule(config: TrainConfig) -> None:
+    """Warn when the warmup takes the whole budget (``warmup_steps >= max_steps``): the rate then reaches at most
+    ``lr * max_steps / warmup_steps``, at the last update, and the run trains at a fraction of ``lr``."""
+    if config.warmup_steps >= config.max_steps:
+        peak = config.lr * config.max_steps / config.warmup_steps
+        log.warning(
+            "training.warmup_steps %d >= max_steps %d: the warmup takes the whole run, so the rate rises to at most "
+            "%.2g, not lr %g; set warmup_steps well below max_steps (a tenth of it, say)",
+            config.warmup_steps,
+            config.max_steps,
+            peak,
+            config.lr,
+        )
 
 
 def anneal_on_plateau(progress: dict[str, Any], dev_loss: float, config: TrainConfig) -> None:
