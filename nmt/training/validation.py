@@ -2,17 +2,19 @@
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import sentencepiece as spm
 import torch
 
 from nmt.atomic import read_lines
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data.batches import ParallelData, make_batch, token_batches
-from nmt.decoding.translation import translate_lines
+from nmt.decoding.translation import position_limit, translate_lines
 from nmt.device import autocast
+from nmt.errors import DataError
 from nmt.evaluation.metrics import score_metric
 from nmt.models.seq2seq import Seq2Seq
 from nmt.training.loss import LabelSmoothedCrossEntropy
@@ -22,13 +24,19 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DevSet:
-    """The dev set as subword ids (for the loss) and as lines (to translate and score), with the subword models."""
+    """The dev set as subword ids (for the loss) and as lines (to translate and score), with the subword models.
+
+    ``names`` are its source and reference files, named in warnings and errors.
+    """
 
     data: ParallelData
     src_lines: list[str]
     ref_lines: list[str]
     src_sp: spm.SentencePieceProcessor
     trg_sp: spm.SentencePieceProcessor
+    names: tuple[str, str] = ("source", "reference")
+    # The position limits whose over-long pairs were warned of: one warning per run, not one per validation.
+    warned: set[int] = field(default_factory=set, compare=False, repr=False)
 
     @classmethod
     def load(
@@ -39,11 +47,46 @@ class DevSet:
         :raises DataError: naming the file if one is unreadable or the two differ in length
         """
         src_lines, ref_lines = read_lines(src), read_lines(ref)
-        data = ParallelData.from_lines(src_lines, ref_lines, src_sp, trg_sp, names=(str(src), str(ref)))
-        return cls(data, src_lines, ref_lines, src_sp, trg_sp)
+        names = (str(src), str(ref))
+        data = ParallelData.from_lines(src_lines, ref_lines, src_sp, trg_sp, names=names)
+        return cls(data, src_lines, ref_lines, src_sp, trg_sp, names)
 
     def __len__(self) -> int:
         return len(self.data)
+
+    def within(self, limit: int | None) -> np.ndarray | None:
+        """The pairs whose source and target (EOS included) fit in ``limit`` positions, the model's
+        :func:`~nmt.decoding.translation.position_limit`; None when every pair does.
+
+        A dev set is not cut to ``max_length`` as the training data is, and a pair past the positions of a
+        Transformer or ConvS2S would end validation in an error. The first call for a ``limit`` warns of the
+        pairs left out.
+
+        :raises DataError: naming the files when no pair fits
+        """
+        if limit is None:
+            return None
+        fits = (self.data.src.lengths <= limit) & (self.data.trg.lengths <= limit)  # (N,)
+        if fits.all():
+            return None
+        long = np.flatnonzero(~fits)
+        if len(long) == len(fits):
+            raise DataError(f"{self.names[0]}, {self.names[1]}: no dev pair fits the model's {limit} positions")
+        if limit not in self.warned:
+            self.warned.add(limit)
+            lines = ("line " if len(long) == 1 else "lines ") + ", ".join(str(i + 1) for i in long[:10])
+            lines += ", ..." if len(long) > 10 else ""
+            log.warning(
+                "%s, %s: %d of %d dev pairs longer than the model's %d positions (%s) are left out of the dev "
+                "loss; BLEU and chrF still translate every source, cut to that length",
+                self.names[0],
+                self.names[1],
+                len(long),
+                len(fits),
+                limit,
+                lines,
+            )
+        return np.flatnonzero(fits)
 
 
 def dev_batch_tokens(config: TrainConfig, world_size: int) -> int:
@@ -64,25 +107,28 @@ def validate(
 
     The dev set is translated by :func:`valid_search` and scored with the BLEU tokenizer of the
     target language (:func:`nmt.evaluation.metrics.score_metric`, as for the test sets), so the checkpoint
-    is selected on the scale of the reported figure.
+    is selected on the scale of the reported figure. The loss leaves out the pairs longer than the model's
+    positions (:meth:`DevSet.within`); every source is translated, cut to them where longer.
 
     :param batch_tokens: tokens of a dev batch for the loss (:func:`dev_batch_tokens`); by default
         ``config.batch_tokens``, a training batch of one process
     :return: ``loss``, ``ppl``, ``bleu``, ``chrf``, and ``bleu_signature`` and ``chrf_signature`` (sacreBLEU's,
         with the search appended)
     """
+    sample = dev.within(position_limit(model))  # the pairs the model can take: the loss is theirs
     model.eval()
     criterion = LabelSmoothedCrossEntropy(0.0)
     nll_sum, n_tokens = 0.0, 0
     batch_tokens = batch_tokens or config.batch_tokens
-    for indices in token_batches(dev.data.src.lengths, dev.data.trg.lengths, batch_tokens, seed=0, epoch=0):
+    lengths = dev.data.src.lengths, dev.data.trg.lengths
+    for indices in token_batches(*lengths, batch_tokens, seed=0, epoch=0, sample=sample):
         batch = make_batch(dev.data, indices).to(device)
         with autocast(device, config.bf16):
             logits = model(batch.src, batch.trg_in)
         _, nll = criterion(logits, batch.trg_out)
         nll_sum, n_tokens = nll_sum + float(nll), n_tokens + batch.n_trg_tokens
     search = valid_search(config)
-    hyps = translate_lines(model, dev.src_sp, dev.trg_sp, dev.src_lines, search, device, config.bf16)
+    hyps = translate_lines(model, dev.src_sp, dev.trg_sp, dev.src_lines, search, device, config.bf16, dev.names[0])
     scores = {}
     for name in ("bleu", "chrf"):
         score, signature = score_metric(name, hyps, dev.ref_lines, config.trg_lang)
