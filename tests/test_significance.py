@@ -101,6 +101,22 @@ def test_unknown_baseline_is_one_line(tmp_path):
     assert_one_line(excinfo, "transformer", "base")
 
 
+def test_the_baseline_is_taken_by_name_wherever_it_is_among_the_systems(tmp_path):
+    """The rule names its runs and its baseline (a new baseline may only reorder the same translations)."""
+    ref = write_lines(tmp_path / "ref.de", ["ein Hund läuft", "eine Katze schläft", "ein Mann isst"])
+    hyps = {
+        "transformer/baseline/seed1": write_lines(tmp_path / "t.de", ["ein Hund", "eine Katze", "ein Mann"]),
+        "rnn/baseline/seed1": write_lines(tmp_path / "r.de", ["ein Hund läuft", "eine Katze", "ein Mann isst"]),
+    }
+    records = paired_bootstrap(ref, hyps, "rnn/baseline/seed1", n_samples=20)
+    tested = [r["system"] for r in records if r["metric"] == "bleu"]
+    assert tested == ["rnn/baseline/seed1", "transformer/baseline/seed1"], "the baseline first"
+    assert {r["baseline"] for r in records} == {"rnn/baseline/seed1"}
+    assert {r["baseline_hyp"] for r in records} == {str(hyps["rnn/baseline/seed1"])}
+    chrf = {r["system"]: r for r in records if r["metric"] == "chrf"}
+    assert chrf["transformer/baseline/seed1"]["direction"] == "worse", "tested against the RNN, which has more words"
+
+
 def test_records_round_trip_json_and_tsv(tmp_path):
     records = [
         {"system": "b", "metric": "bleu", "score": 30.5, "mean": 30.4, "ci95": 1.2, "p_value": None,

@@ -282,6 +282,26 @@ def get_system(wildcards, input):
     return EXPERIMENT.system_row(f"{wildcards.src}-{wildcards.trg}", wildcards.test, run, input.hyp, input.ref)
 
 
+# evaluation provenance
+
+
+def run_label(run):
+    """A run's name in the significance tests, e.g. ``transformer/baseline/seed1``."""
+    return f"{run.model}/{run.stage}/{run.name}"
+
+
+def get_significance_systems(wildcards):
+    """The names of the significance rule's translations, in the order of its inputs. A param because Snakemake
+    compares inputs as a sorted list: a new baseline (tables.baseline, or another first model) with one seed only
+    reorders the same files, and the test would not rerun."""
+    return [run_label(run) for run in EXPERIMENT.compared_runs()]
+
+
+def get_significance_baseline(wildcards):
+    """The name of the run every other is tested against: the baseline system's first seed."""
+    return run_label(EXPERIMENT.compared_runs()[0])
+
+
 # local corpus inputs
 
 from nmt.data.download import local_file

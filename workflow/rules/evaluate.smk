@@ -54,7 +54,6 @@ rule score_translations:
 rule significance:
     input:
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
-        # The baseline's first seed (the run compared with) first.
         hyps=expand(
             "results/{{src}}-{{trg}}/{run.model}/{run.stage}/{run.name}/translations/{{test}}.{{trg}}",
             run=EXPERIMENT.compared_runs(),
@@ -62,6 +61,9 @@ rule significance:
     output:
         tests="results/{src}-{trg}/significance/{test}.json",
     params:
+        # Named, since Snakemake compares inputs as a sorted list: a new baseline may only reorder them.
+        systems=get_significance_systems,
+        baseline=get_significance_baseline,
         n_samples=EXPERIMENT.tables.bootstrap_samples,
         seed=EXPERIMENT.tables.bootstrap_seed,
     log:

@@ -4,11 +4,10 @@ from nmt.entry import entry_point
 from nmt.evaluation.significance import paired_bootstrap, write_significance
 
 with entry_point(snakemake.log[0]):
-    hyps = list(snakemake.input.hyps)  # the baseline first
     records = paired_bootstrap(
         snakemake.input.ref,
-        {hyp: hyp for hyp in hyps},
-        baseline=hyps[0],
+        dict(zip(snakemake.params.systems, snakemake.input.hyps, strict=True)),  # run name -> its translation
+        baseline=snakemake.params.baseline,
         trg_lang=snakemake.wildcards.trg,
         n_samples=snakemake.params.n_samples,
         seed=snakemake.params.seed,
