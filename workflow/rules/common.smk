@@ -282,6 +282,20 @@ def get_system(wildcards, input):
     return EXPERIMENT.system_row(f"{wildcards.src}-{wildcards.trg}", wildcards.test, run, input.hyp, input.ref)
 
 
+# distillation timing
+
+
+def get_distill_generation(wildcards):
+    """The teacher's search for one part of the training source (``part``: its name, a number such as ``0003``):
+    sampling draws with the generation's seed plus the part's number, so that the parts do not repeat one another's
+    draws (as back-translation's parts, Experiment.generation). Beam and greedy search keep the one seed, which they
+    do not use, so that their parts are not rerun."""
+    generation = KD.generation
+    if generation.method != "sample":
+        return plain(generation)
+    return plain(dataclasses.replace(generation, seed=generation.seed + int(wildcards.part)))
+
+
 # evaluation provenance
 
 

@@ -28,7 +28,8 @@ checkpoint split_distillation_source:
         "../scripts/split_distillation_source.py"
 
 
-# Translate one part with the teacher (its seeds' models as an ensemble when there are several).
+# Translate one part with the teacher (its seeds' models as an ensemble when there are several; sampling with the
+# part's own seed).
 rule distill_part:
     input:
         models=ask(EXPERIMENT.teacher_files, "src", "trg"),
@@ -36,7 +37,7 @@ rule distill_part:
     output:
         hyp="results/{src}-{trg}/distillation/teacher/{part}.{trg}",
     params:
-        decoding=distillation("generation"),
+        decoding=get_distill_generation,
     log:
         "results/logs/distill_part/{src}-{trg}.{part}.log",
     benchmark:
