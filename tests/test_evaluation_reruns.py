@@ -8,12 +8,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import sentencepiece as spm
 import yaml
 from conftest import REPO, make_toy_corpus, tiny_model, write_lines
 
+from nmt.decoding.translation import decoding_record
 from nmt.model_dir import write_model
 
 CONFIG = {
@@ -74,6 +76,35 @@ def workdir(tmp_path_factory, toy_spm) -> Path:
     assert sorted(rule for rule, _ in jobs) == ["significance", "translate_test", "translate_test"], jobs
     assert run(root, CONFIG, dry=True) == [], "an unchanged config plans nothing"
     return root
+
+
+@pytest.mark.parametrize("bf16, precision", [("auto", "float32"), ("on", "bfloat16"), ("off", "float32")])
+def test_the_record_says_what_the_settings_resolve_to(bf16, precision):
+    record = decoding_record(tiny_model("rnn"), "cpu", bf16)
+    assert record == {
+        "runtime": "torch", "device": "cpu", "precision": precision, "device_setting": "cpu", "bf16_setting": bf16,
+    }  # fmt: skip
+    export = SimpleNamespace(translator=SimpleNamespace(device="cpu", compute_type="int8"))  # CTranslate2's own
+    assert decoding_record(export)["precision"] == "int8" and decoding_record(export)["runtime"] == "ctranslate2"
+
+
+def test_each_decoding_records_its_device_and_precision_and_their_settings_rerun_it(workdir):
+    for model in CONFIG["models"]:
+        record = json.loads((workdir / f"results/en-de/{model}/baseline/seed1/translations/test.de.json").read_text())
+        assert record == {
+            "hyp": f"results/en-de/{model}/baseline/seed1/translations/test.de",
+            "runtime": "torch",
+            "device": "cpu",  # auto, on a machine without a GPU
+            "precision": "float32",
+            "device_setting": "auto",
+            "bf16_setting": "auto",
+        }
+    # The settings that decide them are params: a changed one redecodes that model's test sets (and retests them).
+    for training in ({"bf16": "off"}, {"device": "cpu"}):
+        models = {**CONFIG["models"], "rnn": {**CONFIG["models"]["rnn"], "training": training}}
+        jobs = run(workdir, with_models(models), dry=True)
+        assert [rule for rule, _ in jobs] == ["translate_test", "significance"], (training, jobs)
+        assert "Params have changed" in jobs[0][1], jobs
 
 
 def test_a_new_baseline_reruns_the_significance_tests_against_it(workdir, tmp_path):

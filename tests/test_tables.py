@@ -7,7 +7,14 @@ import pytest
 from conftest import assert_one_line
 
 from nmt.errors import ConfigError, DataError
-from nmt.evaluation.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
+from nmt.evaluation.tables import (
+    collect_scores,
+    decoding_notes,
+    summarize_seeds,
+    wide_table,
+    write_tables,
+    write_wide,
+)
 
 
 def record(model, bleu, pair="en-de", stage="baseline"):
@@ -211,3 +218,31 @@ def test_wide_table_errors_are_one_line(tmp_path):
     with pytest.raises(ConfigError) as excinfo:
         wide_table(summary, metrics=("bleu", "meteor"))
     assert_one_line(excinfo, "meteor")
+
+
+def test_the_long_table_says_where_each_translation_was_decoded_and_the_tables_warn_of_a_mix(tmp_path, caplog):
+    """A run begun on a laptop and finished on a GPU node: the rows say which device and precision decoded them, and
+    the tables' notes (and the log) name the runs of each."""
+    scores, decodings = [], []
+    for model, seed, device, precision in [("rnn", 1, "cpu", "float32"), ("tf", 1, "cuda", "bfloat16"),
+                                           ("tf", "ensemble", "cuda", "bfloat16")]:  # fmt: skip
+        hyp = f"results/en-de/{model}/baseline/{seed}/translations/test.de"
+        scores.append(tmp_path / f"{model}.{seed}.json")
+        scores[-1].write_text(json.dumps({**record(model, 20.0), "seed": seed, "hyp": hyp}))
+        decodings.append(tmp_path / f"{model}.{seed}.decoding.json")
+        decodings[-1].write_text(json.dumps({"hyp": "./" + hyp, "device": device, "precision": precision}))
+    long = collect_scores(scores, decodings[::-1])  # joined by the translation's path, not by position
+    assert long[["model", "decode_device", "decode_precision"]].values.tolist() == [
+        ["rnn", "cpu", "float32"], ["tf", "cuda", "bfloat16"], ["tf", "cuda", "bfloat16"],
+    ]  # fmt: skip
+    assert list(long.columns).index("decode_device") == list(long.columns).index("device") + 1
+    with caplog.at_level("WARNING", logger="nmt.evaluation.tables"):
+        (note,) = decoding_notes(long)
+    assert "cpu float32: en-de rnn/baseline/seed1;" in note
+    assert "cuda bfloat16: en-de tf/baseline/seed1, en-de tf/baseline/ensemble." in note
+    assert note in caplog.text
+    assert decoding_notes(long[long["model"] == "tf"]) == [], "one device and precision: nothing to say"
+    assert decoding_notes(collect_scores(scores)) == [], "without decoding records, no columns"
+    with pytest.raises(DataError) as excinfo:
+        collect_scores(scores, decodings[:1])
+    assert_one_line(excinfo, "results/en-de/tf/baseline/1/translations/test.de")

@@ -7,6 +7,7 @@ runtime only, so that a CTranslate2 decoding process never loads it (:func:`load
 """
 
 import itertools
+import json
 import logging
 import os
 from collections import deque
@@ -17,7 +18,7 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 
 import sentencepiece as spm
 
-from nmt.atomic import atomic_text
+from nmt.atomic import atomic_text, write_text
 from nmt.config import AUTO_WORKERS, DecodeConfig
 from nmt.errors import ConfigError, DataError
 from nmt.progress import LOG_EVERY, Progress, count_lines
@@ -408,6 +409,23 @@ def check_source(path: str | Path) -> Path:
     return path
 
 
+def decoding_record(model: "DecodingModel | CTranslate2Model", device: str = "auto", bf16: str = "auto") -> dict:
+    """What decodes with ``model``: the runtime, and the device and precision that the settings ``device`` and
+    ``bf16`` (kept beside them) resolved to on this machine. ``auto`` differs from one node to another: CUDA and
+    bfloat16 weights where a GPU has them (:func:`nmt.device.mixed_precision`), a CPU and float32 elsewhere; a
+    CTranslate2 model says its own device and compute type."""
+    settings = {"device_setting": device, "bf16_setting": bf16}
+    translator = getattr(model, "translator", None)
+    if translator is not None:
+        return {"runtime": "ctranslate2", "device": translator.device, "precision": translator.compute_type, **settings}
+    from nmt.device import get_device, mixed_precision
+
+    dev = get_device(device)
+    dtype = mixed_precision(dev, bf16)
+    precision = str(dtype).removeprefix("torch.") if dtype else "float32"
+    return {"runtime": "torch", "device": dev.type, "precision": precision, **settings}
+
+
 def translate_file(
     model_dirs: str | Path | list[str | Path],
     src_path: str | Path,
@@ -416,6 +434,8 @@ def translate_file(
     device: str = "auto",
     progress_every: float = LOG_EVERY,
     threads: int | None = None,
+    bf16: str = "auto",
+    record_path: str | Path | None = None,
 ) -> int:
     """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
 
@@ -423,12 +443,13 @@ def translate_file(
     not UTF-8) and :func:`translate_lines` (empty and overlong lines).
 
     :param model_dirs: a model directory, or several to decode with their ensemble
-    :param device: and ``threads``: as :func:`load_decoding` takes them
+    :param device: and ``bf16``, ``threads``: as :func:`load_decoding` takes them
+    :param record_path: where to write the :func:`decoding_record` (JSON) of the translation, with its ``hyp_path``
     :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
     """
     src_path = check_source(src_path)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
-    model, src_sp, trg_sp, search = load_decoding(model_dirs, config, device, threads=threads)
+    model, src_sp, trg_sp, search = load_decoding(model_dirs, config, device, bf16, threads=threads)
     log.info(
         "translating %s with %s (device %s, %d model%s)",
         src_path, config, device, len(model_dirs), "s" if len(model_dirs) > 1 else "",
@@ -445,4 +466,8 @@ def translate_file(
             n += 1
     if n == 0:
         log.warning("%s: empty, nothing to translate", src_path)
+    if record_path is not None:
+        record = {"hyp": str(hyp_path), **decoding_record(model, device, bf16)}
+        log.info("decoded on %s in %s (%s)", record["device"], record["precision"], record["runtime"])
+        write_text(record_path, json.dumps(record, indent=2) + "\n")
     return n

@@ -1,7 +1,9 @@
 """Result tables: score records as a long table, aggregated over seeds, and in the wide shape of the literature."""
 
 import json
+import logging
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +13,12 @@ from nmt.atomic import write_text
 from nmt.errors import ConfigError, DataError
 from nmt.evaluation.significance import SIGNIFICANCE_LEVEL
 
+log = logging.getLogger(__name__)
+
 # Columns in the order readers expect them; any other keys of the records follow.
 COLUMNS = [
     "pair", "testset", "model", "arch", "size", "stage", "data", "seed", "bleu", "chrf", "ter",
-    "parameters", "train_seconds", "tokens_per_second", "steps", "device",
+    "parameters", "train_seconds", "tokens_per_second", "steps", "device", "decode_device", "decode_precision",
 ]  # fmt: skip
 # What identifies a system on a test set, apart from its seed.
 SYSTEM = ["pair", "testset", "model", "arch", "size", "stage", "data"]
@@ -31,9 +35,21 @@ ARCH_NAMES = {"transformer": "Transformer", "rnn": "RNN", "convs2s": "ConvS2S"}
 METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER"}
 
 
-def collect_scores(score_files: list[str | Path]) -> pd.DataFrame:
-    """One row per score record (system x seed x test set), sorted by pair, test set, model, stage and seed."""
+def collect_scores(score_files: list[str | Path], decoding_files: list[str | Path] = ()) -> pd.DataFrame:
+    """One row per score record (system x seed x test set), sorted by pair, test set, model, stage and seed.
+
+    :param decoding_files: the :func:`nmt.decoding.translation.decoding_record` of each record's translation (the
+        records' ``hyp``), whose device and precision become the columns decode_device and decode_precision
+    :raises DataError: for a score record whose translation has none of the decoding records
+    """
     records = [json.loads(Path(f).read_text()) for f in score_files]
+    decodings = [json.loads(Path(f).read_text()) for f in decoding_files]
+    by_hyp = {os.path.normpath(decoding["hyp"]): decoding for decoding in decodings}
+    for record in records if decodings else []:
+        decoding = by_hyp.get(os.path.normpath(str(record.get("hyp"))))
+        if decoding is None:
+            raise DataError(f"scores: no decoding record (device, precision) of the translation {record.get('hyp')}")
+        record["decode_device"], record["decode_precision"] = decoding["device"], decoding["precision"]
     df = pd.DataFrame.from_records(records)
     columns = [c for c in COLUMNS if c in df.columns] + [c for c in df.columns if c not in COLUMNS]
     order = [c for c in ("pair", "testset", "model", "stage", "seed") if c in df.columns]
@@ -253,6 +269,29 @@ def _significance_note(significance: pd.DataFrame, used: set[str]) -> str:
         f"{marks} than the baseline system{baselines} at p < {SIGNIFICANCE_LEVEL} (better: a higher BLEU or chrF, "
         "a lower TER; sacreBLEU paired bootstrap resampling; over several seeds: for every seed, the same way)."
     )
+
+
+def decoding_notes(long: pd.DataFrame) -> list[str]:
+    """A note for the tables, and a warning in the log, when the runs were decoded on different devices or in
+    different precisions (``auto`` on a laptop and then on a GPU node): which runs on which. None otherwise.
+
+    :param long: the table of :func:`collect_scores`, with decode_device and decode_precision
+    """
+    if not {"decode_device", "decode_precision"} <= set(long.columns):
+        return []
+    kinds = long["decode_device"].astype(str) + " " + long["decode_precision"].astype(str)
+    if kinds.nunique() <= 1:
+        return []
+    runs = long["pair"] + " " + long["model"] + "/" + long["stage"] + "/" + long["seed"].map(_run_name)
+    groups = {kind: list(dict.fromkeys(runs[kinds == kind])) for kind in dict.fromkeys(kinds)}
+    note = "Decoded on different devices or in different precisions (decode_device, decode_precision of scores.csv): "
+    note += "; ".join(f"{kind}: {', '.join(names)}" for kind, names in groups.items()) + "."
+    log.warning("%s", note)
+    return [note]
+
+
+def _run_name(seed: Any) -> str:
+    return ENSEMBLE if seed_kind(seed) == "ensemble" else f"seed{seed}"
 
 
 def write_wide(

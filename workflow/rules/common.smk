@@ -316,6 +316,27 @@ def get_significance_baseline(wildcards):
     return run_label(EXPERIMENT.compared_runs()[0])
 
 
+def get_decoding_device(wildcards):
+    """The device that decodes a model's test sets: its training's (``auto`` resolves on the node that runs the job,
+    and the job records what it found beside the translation)."""
+    return get_model(wildcards).training.device
+
+
+def get_decoding_bf16(wildcards):
+    """The precision setting of the same decoding: its training's ``bf16``."""
+    return get_model(wildcards).training.bf16
+
+
+def get_decoding_records():
+    """The decoding record (device, precision) of every scored translation, in the tables' device columns."""
+    return [
+        f"results/{pair}/{run.model}/{run.stage}/{run.name}/translations/{test}.{pair.split('-')[1]}.json"
+        for pair in EXPERIMENT.pairs
+        for run in EXPERIMENT.scored_runs()
+        for test in EXPERIMENT.data.test
+    ]
+
+
 # local corpus inputs
 
 from nmt.data.download import local_file

@@ -9,15 +9,19 @@ localrules:
     plot_comparison,
 
 
-# Translate one test set with one run's model (or the ensemble of all seeds' models) and detokenize.
+# Translate one test set with one run's model (or the ensemble of all seeds' models), detokenize, and record the
+# device and precision that decoded it.
 rule translate_test:
     input:
         models=get_run_files("model.pt"),
         src="results/{src}-{trg}/data/eval/{test}.{src}",
     output:
         hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
+        decoding="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}.json",
     params:
         decoding=ask(EXPERIMENT.test_decoding, "model"),
+        device=get_decoding_device,
+        bf16=get_decoding_bf16,
     log:
         "results/logs/translate_test/{src}-{trg}.{model}.{stage}.{run}.{test}.log",
     benchmark:
@@ -29,7 +33,7 @@ rule translate_test:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate.py"
+        "../scripts/translate_test.py"
 
 
 # Score one translation with sacrebleu (BLEU, chrF, TER) and attach the training facts.
@@ -79,8 +83,8 @@ rule significance:
         "../scripts/significance.py"
 
 
-# Collect every score into the tables: long (every run), per system (mean ± std over seeds), and the
-# wide table of papers (systems x language pairs and metrics, significance marks, published figures).
+# Collect every score into the tables: long (every run, with the device that decoded it), per system (mean ± std over
+# seeds), and the wide table of papers (systems x language pairs and metrics, significance marks, published figures).
 rule collect_scores:
     input:
         scores=expand(
@@ -90,6 +94,7 @@ rule collect_scores:
             test=EXPERIMENT.data.test,
         ),
         tests=expand("results/{pair}/significance/{test}.json", pair=EXPERIMENT.pairs, test=EXPERIMENT.data.test),
+        decodings=get_decoding_records(),
     output:
         csv="results/tables/scores.csv",
         md="results/tables/scores.md",

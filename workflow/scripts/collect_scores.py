@@ -4,11 +4,18 @@ from nmt.config import TablesConfig, from_dict
 from nmt.entry import entry_point
 from nmt.evaluation.report import write_result_pages
 from nmt.evaluation.significance import read_significance, significance_frame
-from nmt.evaluation.tables import collect_scores, summarize_seeds, wide_table, write_tables, write_wide
+from nmt.evaluation.tables import (
+    collect_scores,
+    decoding_notes,
+    summarize_seeds,
+    wide_table,
+    write_tables,
+    write_wide,
+)
 
 with entry_point(snakemake.log[0]):
     tables = from_dict(TablesConfig, snakemake.params.tables, "tables")
-    long = collect_scores(snakemake.input.scores)
+    long = collect_scores(snakemake.input.scores, snakemake.input.decodings)
     write_tables(long, snakemake.output.csv, snakemake.output.md)
     summary = summarize_seeds(long)
     write_tables(summary, snakemake.output.summary)
@@ -16,6 +23,7 @@ with entry_point(snakemake.log[0]):
     wide, notes = wide_table(
         summary, tuple(tables.metrics), significance_frame(tests, long), published=tables.published
     )
+    notes += decoding_notes(long)  # runs decoded on different devices or in different precisions
     write_wide(wide, notes, snakemake.output.wide_md, snakemake.output.wide_tex, snakemake.output.wide_csv)
     write_result_pages(
         long,
