@@ -1,6 +1,7 @@
 """Result tables from score records."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,6 +11,8 @@ from nmt.errors import ConfigError, DataError
 from nmt.evaluation.tables import (
     collect_scores,
     decoding_notes,
+    remove_stale_results,
+    stale_results,
     summarize_seeds,
     wide_table,
     write_tables,
@@ -246,3 +249,27 @@ def test_the_long_table_says_where_each_translation_was_decoded_and_the_tables_w
     with pytest.raises(DataError) as excinfo:
         collect_scores(scores, decodings[:1])
     assert_one_line(excinfo, "results/en-de/tf/baseline/1/translations/test.de")
+
+
+def test_tables_and_figures_of_systems_no_longer_configured_are_removed(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(tmp_path)
+    current = ["results/plots/en-de.comparison.png", "results/plots/en-de.rnn.baseline.seed1.png"]
+    gone = [
+        "results/plots/en-fr.comparison.png",  # a pair removed
+        "results/plots/en-de.convs2s.baseline.seed1.png",  # a model removed
+        "results/plots/en-de.rnn.baseline.seed2.png",  # a seed removed
+        "results/plots/en-de.rnn.bt_beam.seed1.png",  # a back-translation variant removed
+    ]
+    distillation = [f"results/tables/distillation.{ext}" for ext in ("md", "csv")] + ["results/plots/distillation.png"]
+    others = ["results/plots/notes.png", "results/tables/table.md", "results/tables/scores.csv"]  # not a system's
+    for path in current + gone + distillation + others:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("")
+    assert sorted(map(str, stale_results("results", current, distillation=True))) == sorted(gone)
+    assert sorted(map(str, stale_results("results", current, distillation=False))) == sorted(gone + distillation)
+    with caplog.at_level("WARNING", logger="nmt.evaluation.tables"):
+        removed = remove_stale_results("results", [str(tmp_path / p) for p in current], distillation=False)
+    assert sorted(map(str, removed)) == sorted(gone + distillation)
+    assert all(Path(p).is_file() for p in current + others) and not any(Path(p).exists() for p in gone + distillation)
+    assert all(f"removing {p}" in caplog.text for p in gone + distillation)
+    assert remove_stale_results("results", current, distillation=False) == [], "nothing left to remove"

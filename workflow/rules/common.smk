@@ -337,6 +337,16 @@ def get_decoding_records():
     ]
 
 
+def get_system_plots():
+    """The figures of the configured systems, which the run asks for: the tables' step removes any other."""
+    return expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs) + expand(
+        "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
+        pair=EXPERIMENT.pairs,
+        system=EXPERIMENT.systems,
+        seed=EXPERIMENT.seeds,
+    )
+
+
 # local corpus inputs
 
 from nmt.data.download import local_file

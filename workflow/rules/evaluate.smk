@@ -84,7 +84,8 @@ rule significance:
 
 
 # Collect every score into the tables: long (every run, with the device that decoded it), per system (mean ± std over
-# seeds), and the wide table of papers (systems x language pairs and metrics, significance marks, published figures).
+# seeds), and the wide table of papers (systems x language pairs and metrics, significance marks, published figures);
+# remove the tables and figures of systems no longer configured.
 rule collect_scores:
     input:
         scores=expand(
@@ -129,6 +130,9 @@ rule collect_scores:
         ),
     params:
         tables=plain(EXPERIMENT.tables),
+        # What the config makes: figures of other systems, and the distillation results when it is off, are removed.
+        plots=get_system_plots(),
+        distillation=bool(KD),
     log:
         "results/logs/collect_scores/collect_scores.log",
     conda:

@@ -1,4 +1,5 @@
-"""Rule collect_scores: every score record into the long, per-system and wide result tables, and their HTML pages."""
+"""Rule collect_scores: every score record into the long, per-system and wide result tables, and their HTML pages;
+the tables and figures of systems no longer configured removed."""
 
 from nmt.config import TablesConfig, from_dict
 from nmt.entry import entry_point
@@ -7,6 +8,7 @@ from nmt.evaluation.significance import read_significance, significance_frame
 from nmt.evaluation.tables import (
     collect_scores,
     decoding_notes,
+    remove_stale_results,
     summarize_seeds,
     wide_table,
     write_tables,
@@ -36,3 +38,4 @@ with entry_point(snakemake.log[0]):
         scores_html=snakemake.output.scores_html,
         significance_html=snakemake.output.significance_html,
     )
+    remove_stale_results("results", snakemake.params.plots, snakemake.params.distillation)
