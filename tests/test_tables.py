@@ -227,17 +227,16 @@ def test_the_long_table_says_where_each_translation_was_decoded_and_the_tables_w
     """A run begun on a laptop and finished on a GPU node: the rows say which device and precision decoded them, and
     the tables' notes (and the log) name the runs of each."""
     scores, decodings = [], []
-    for model, seed, device, precision in [("rnn", 1, "cpu", "float32"), ("tf", 1, "cuda", "bfloat16"),
-                                           ("tf", "ensemble", "cuda", "bfloat16")]:  # fmt: skip
+    runs = [("rnn", 1, "cpu", "float32"), ("tf", 1, "cuda", "bfloat16"), ("tf", "ensemble", "cuda", "bfloat16")]
+    for model, seed, device, precision in runs:
         hyp = f"results/en-de/{model}/baseline/{seed}/translations/test.de"
         scores.append(tmp_path / f"{model}.{seed}.json")
         scores[-1].write_text(json.dumps({**record(model, 20.0), "seed": seed, "hyp": hyp}))
         decodings.append(tmp_path / f"{model}.{seed}.decoding.json")
         decodings[-1].write_text(json.dumps({"hyp": "./" + hyp, "device": device, "precision": precision}))
     long = collect_scores(scores, decodings[::-1])  # joined by the translation's path, not by position
-    assert long[["model", "decode_device", "decode_precision"]].values.tolist() == [
-        ["rnn", "cpu", "float32"], ["tf", "cuda", "bfloat16"], ["tf", "cuda", "bfloat16"],
-    ]  # fmt: skip
+    decoded = long[["model", "decode_device", "decode_precision"]].values.tolist()
+    assert decoded == [[model, device, precision] for model, _, device, precision in runs]
     assert list(long.columns).index("decode_device") == list(long.columns).index("device") + 1
     with caplog.at_level("WARNING", logger="nmt.evaluation.tables"):
         (note,) = decoding_notes(long)
