@@ -34,6 +34,7 @@ def decode_config(args: argparse.Namespace) -> DecodeConfig:
             "max_len_b": args.max_len_b,
             "batch_size": args.batch_size,
             "runtime": args.runtime,
+            "eos_at_limit": args.eos_at_limit,
         },
         "translate",
     )
@@ -215,6 +216,13 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=search.seed, help="sample: random seed")
     p.add_argument("--max-len-a", type=float, default=search.max_len_a, help="output limit a * S + b subwords")
     p.add_argument("--max-len-b", type=int, default=search.max_len_b, help="(S: source subwords, EOS included)")
+    p.add_argument(
+        "--eos-at-limit",
+        default=search.eos_at_limit,
+        choices=["charged", "free"],
+        help="beam: the EOS forced at the output limit adds its log-probability (charged, as fairseq does) or "
+        "nothing (free, as CTranslate2, to compare with it)",
+    )
     p.add_argument("--batch-size", type=positive_int, default=search.batch_size, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
     p.add_argument("--workers", type=positive_int, help="CPU: batches searched at once, each by its share of "

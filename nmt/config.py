@@ -370,6 +370,10 @@ class DecodeConfig:
 
     ``runtime: ctranslate2`` runs greedy search or sampling in CTranslate2 on an export of the model
     (:mod:`nmt.decoding.ctranslate2`): greedy output is ours token for token, faster on a CPU.
+
+    ``eos_at_limit``: how beam search scores a hypothesis that reaches the limit, where EOS is forced: ``charged``
+    adds EOS's log-probability, as fairseq, Marian and OpenNMT-py do; ``free`` adds nothing, as CTranslate2 stops
+    at its ``max_decoding_length``, which favours cut, looping hypotheses (kept to compare with CTranslate2).
     """
 
     method: Literal["beam", "greedy", "sample"] = "beam"
@@ -381,6 +385,7 @@ class DecodeConfig:
     max_len_b: int = 10
     batch_size: int = 64
     runtime: Literal["torch", "ctranslate2"] = "torch"
+    eos_at_limit: Literal["charged", "free"] = "charged"
 
     def check(self, where: str) -> None:
         _positive(where, beam_size=self.beam_size, batch_size=self.batch_size)

@@ -81,35 +81,90 @@ def test_nbest_lists(arch):
     src = sources()
     nbest = beam_search_nbest(model, src, beam_size=5, alpha=1.0, nbest=3)
     assert [hyps[0].ids for hyps in nbest] == beam_search(model, src, beam_size=5, alpha=1.0)
-    limit = max_output_lengths(src, 1.5, 10).tolist()
-    for row, hyps, n in zip(src, nbest, limit, strict=True):
+    for row, hyps in zip(src, nbest, strict=True):
         assert len(hyps) == 3 and len({tuple(h.ids) for h in hyps}) == 3
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
-        for h in hyps:
-            eos = len(h.ids) + 1 < n  # EOS forced at the limit costs nothing (test_eos_forced_at_the_limit_...)
-            assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids, eos), abs=1e-4)
+        for h in hyps:  # EOS included, also where it was forced at the limit (test_eos_forced_at_the_limit_...)
+            assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids), abs=1e-4)
             assert h.score == pytest.approx(h.logprob / length_penalty(len(h.ids) + 1, 1.0))
 
 
+@pytest.mark.parametrize("eos_at_limit", ["charged", "free"])
 @pytest.mark.parametrize("arch", ARCHS)
-def test_eos_forced_at_the_limit_costs_nothing(arch):
-    """A hypothesis cut at its limit scores its tokens only, as CTranslate2 scores one stopped at its
-    ``max_decoding_length`` (benchmarks/README.md, "small": the equal-work comparison); one that ends before
-    pays for its EOS."""
+def test_eos_forced_at_the_limit_scores_by_the_rule(arch, eos_at_limit):
+    """A hypothesis cut at its limit pays the log-probability of the EOS forced there (``charged``, as fairseq), or
+    scores its tokens only (``free``, as CTranslate2 scores one stopped at its ``max_decoding_length``:
+    benchmarks/README.md, "small", the equal-work comparison); one that ends before pays for its EOS either way."""
     model = tiny_model(arch, V)
     src = sources()
-    nbest = beam_search_nbest(model, src, beam_size=4, alpha=0.0, max_len_a=0.0, max_len_b=3, nbest=4)
+    nbest = beam_search_nbest(
+        model, src, beam_size=4, alpha=0.0, max_len_a=0.0, max_len_b=3, nbest=4, eos_at_limit=eos_at_limit
+    )
     at_limit = 0
     for row, hyps in zip(src, nbest, strict=True):
         for h in hyps:
             with_eos = sequence_logprob(model, row, h.ids)
-            if len(h.ids) == 2:  # the limit: 3 tokens, EOS included
-                at_limit += 1
+            if len(h.ids) == 2 and eos_at_limit == "free":  # the limit: 3 tokens, EOS included
                 assert h.logprob == pytest.approx(sequence_logprob(model, row, h.ids, eos=False), abs=1e-4)
                 assert h.logprob > with_eos
             else:
                 assert h.logprob == pytest.approx(with_eos, abs=1e-4)
+            at_limit += len(h.ids) == 2
     assert at_limit >= src.size(0)
+
+
+A = 5  # the token the looping decoder repeats
+
+
+class Bigram:
+    """A decoder whose next token depends on the previous one alone: ``lprobs[prev]`` (V,) after ``prev``."""
+
+    training = False
+    spec = {"config": {}}  # no position limit (nmt.decoding.translation.position_limit)
+
+    def __init__(self, lprobs: torch.Tensor) -> None:
+        self.lprobs = lprobs  # (V, V)
+
+    def init_state(self, src):
+        return {}
+
+    def step(self, trg_prev, state):
+        return self.lprobs[trg_prev], state  # (B, V), a tensor of its own
+
+    def train(self, mode=True):
+        return self
+
+    def eval(self):
+        return self
+
+
+def looping_decoder() -> Bigram:
+    """After BOS the token A; after A, A again (0.6) rather than EOS (0.3): an output that loops until it is cut."""
+    probs = torch.full((V, V), 0.1 / (V - 2))
+    probs[BOS] = 0.0
+    probs[BOS, A] = 1.0
+    probs[A, A], probs[A, EOS] = 0.6, 0.3
+    return Bigram(probs.log())
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0])
+def test_eos_forced_at_the_limit_is_charged(alpha):
+    """At a limit of 2 tokens and EOS, "A A" cut in its loop would score log 0.6 with a free EOS and beat "A" with
+    its EOS (log 0.3); charged (fairseq's, Marian's, OpenNMT-py's rule), it pays EOS's log 0.3 after "A A" and loses.
+    The free rule (CTranslate2's) stays as an option."""
+    model = looping_decoder()
+    src = torch.tensor([[7, 8, EOS]])
+    lp = model.lprobs
+    charged = beam_search_nbest(model, src, 2, alpha, max_len_a=0.0, max_len_b=3, nbest=2)[0]
+    assert [h.ids for h in charged] == [[A], [A, A]]
+    assert charged[1].logprob == pytest.approx(float(lp[BOS, A] + lp[A, A] + lp[A, EOS]))
+    assert charged[1].score == pytest.approx(charged[1].logprob / length_penalty(3, alpha))
+    assert beam_search(model, src, 2, alpha, 0.0, 3) == [[A]]
+    free = beam_search_nbest(model, src, 2, alpha, 0.0, 3, nbest=2, eos_at_limit="free")[0]
+    assert [h.ids for h in free] == [[A, A], [A]]
+    assert free[0].logprob == pytest.approx(float(lp[BOS, A] + lp[A, A]))
+    with pytest.raises(ValueError, match="eos_at_limit: 'sometimes' is not one of 'charged', 'free'"):
+        beam_search(model, src, 2, alpha, 0.0, 3, eos_at_limit="sometimes")
 
 
 def test_nbest_larger_than_the_beam():

@@ -123,6 +123,8 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 STOP_RULES = ("exact", "first_k", "never")
+# How beam search scores the EOS it forces at the length limit (nmt.config.DecodeConfig.eos_at_limit).
+EOS_AT_LIMIT = ("charged", "free")
 
 
 class Hypothesis(NamedTuple):
@@ -130,7 +132,7 @@ class Hypothesis(NamedTuple):
 
     ids: list[int]
     score: float  # log-probability / length_penalty(len(ids) + 1, alpha), what the beam ranks by
-    logprob: float  # sum of the log-probabilities of ids and EOS
+    logprob: float  # sum of the log-probabilities of ids and EOS (EOS forced at the limit: 0 if eos_at_limit "free")
 
 
 @torch.no_grad()
@@ -142,12 +144,13 @@ def beam_search(
     max_len_a: float = 1.5,
     max_len_b: int = 10,
     stop: str = "exact",
+    eos_at_limit: str = "charged",
 ) -> list[list[int]]:
     """Batched beam search with length normalisation: for each sentence the best output ids without EOS.
 
     See :func:`beam_search_nbest`, of which this is the case ``nbest=1``.
     """
-    nbest = beam_search_nbest(model, src, beam_size, alpha, max_len_a, max_len_b, stop)
+    nbest = beam_search_nbest(model, src, beam_size, alpha, max_len_a, max_len_b, stop, eos_at_limit=eos_at_limit)
     return [hyps[0].ids if hyps else [] for hyps in nbest]
 
 
@@ -161,6 +164,7 @@ def beam_search_nbest(
     max_len_b: int = 10,
     stop: str = "exact",
     nbest: int = 1,
+    eos_at_limit: str = "charged",
 ) -> list[list[Hypothesis]]:
     """Batched beam search with length normalisation, keeping the ``nbest`` best finished hypotheses.
 
@@ -177,13 +181,21 @@ def beam_search_nbest(
       still have beaten them. Kept to measure what the exact rule costs and gains.
     - ``"never"``: only at the length limit.
 
+    At its length limit a hypothesis can only end: EOS is forced there. With ``eos_at_limit="charged"`` its score
+    still adds EOS's log-probability, as fairseq, Marian and OpenNMT-py score it, so a hypothesis cut in the middle
+    of a loop (where the model gives EOS little mass) does not beat one that ended; ``"free"`` adds nothing there,
+    as CTranslate2 scores a hypothesis stopped at its ``max_decoding_length`` (benchmarks/README.md, "small").
+
     :param src: source ids (B, S) with EOS, right-padded
     :param alpha: length penalty exponent; 0 ranks by raw log-probability
     :param stop: ``"exact"``, ``"first_k"`` or ``"never"``
     :param nbest: finished hypotheses kept per sentence, at most ``beam_size``
+    :param eos_at_limit: ``"charged"`` or ``"free"``: the log-probability of the EOS forced at the length limit
+        counts, or counts 0
     :return: for each sentence up to ``nbest`` hypotheses, best first (fewer only if fewer finished)
     """
-    _check_beam_options(beam_size, stop, nbest)
+    _check_beam_options(beam_size, stop, nbest, eos_at_limit)
+    eos_free = eos_at_limit == "free"
     B, K = src.size(0), beam_size
     device = src.device
     limit = max_output_lengths(src, max_len_a, max_len_b)  # (n,) for the n active sentences
@@ -203,10 +215,10 @@ def beam_search_nbest(
     while active:
         at_limit = (limit <= t + 1).repeat_interleave(K)  # (n*K,)
         if t == 0:
-            lprobs, state = _first_step(model, src, state, at_limit[::K], K)
+            lprobs, state = _first_step(model, src, state, at_limit[::K], K, eos_free)
             fixed = _tensors(state)
         else:
-            lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit, None)  # (n*K, V)
+            lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit, None, eos_free)  # (n*K, V)
             fixed = {i: x for i, x in _tensors(state).items() if i in fixed}
         n, V = len(active), lprobs.size(-1)
         cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: lprobs is this step's own tensor
@@ -238,17 +250,18 @@ def beam_search_nbest(
 
 
 def _first_step(
-    model: DecodingModel, src: torch.Tensor, state: Any, at_limit: torch.Tensor, K: int
+    model: DecodingModel, src: torch.Tensor, state: Any, at_limit: torch.Tensor, K: int, eos_free: bool
 ) -> tuple[torch.Tensor, Any]:
     """The first step of beam search, where a sentence's K beams are one: one row per sentence, then K copies.
 
     :param state: the initial state, one row per sentence (B)
     :param at_limit: whether each sentence's limit is 1 (B,)
+    :param eos_free: the EOS forced at the limit scores 0 (see :func:`_next_lprobs`)
     :return: log-probabilities (B*K, V), -inf in every row but each sentence's first (whose score is -inf
         anyway), and the state after the step with K rows per sentence (:class:`PerSentence` tensors stay one)
     """
     B = src.size(0)
-    lprobs, state = _next_lprobs(model, src.new_full((B,), BOS), state, at_limit, is_nonempty(src))  # (B, V)
+    lprobs, state = _next_lprobs(model, src.new_full((B,), BOS), state, at_limit, is_nonempty(src), eos_free)
     lprobs = torch.cat([lprobs[:, None], lprobs.new_full((B, K - 1, lprobs.size(-1)), float("-inf"))], dim=1)
     rows = torch.arange(B, device=src.device).repeat_interleave(K)
     return lprobs.view(B * K, -1), map_tensors(state, lambda x: x.index_select(0, rows), lambda x: x)
@@ -290,31 +303,43 @@ def _select_rows(
     return map_tensors(state, select(rows), select(sentences)), selected
 
 
-def _check_beam_options(beam_size: int, stop: str, nbest: int) -> None:
-    """:raises ValueError: on an unknown stopping rule or ``nbest`` outside 1 to ``beam_size``"""
+def _check_beam_options(beam_size: int, stop: str, nbest: int, eos_at_limit: str) -> None:
+    """:raises ValueError: on an unknown stopping rule or scoring of EOS at the limit, or ``nbest`` outside 1 to
+    ``beam_size``"""
     if stop not in STOP_RULES:
         raise ValueError(f"stop: {stop!r} is not one of {', '.join(map(repr, STOP_RULES))}")
+    if eos_at_limit not in EOS_AT_LIMIT:
+        raise ValueError(f"eos_at_limit: {eos_at_limit!r} is not one of {', '.join(map(repr, EOS_AT_LIMIT))}")
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest: must be between 1 and the beam size {beam_size}, got {nbest}")
 
 
 def _next_lprobs(
-    model: DecodingModel, prev: torch.Tensor, state: Any, at_limit: torch.Tensor, no_eos: torch.Tensor | None
+    model: DecodingModel,
+    prev: torch.Tensor,
+    state: Any,
+    at_limit: torch.Tensor,
+    no_eos: torch.Tensor | None,
+    eos_free: bool,
 ) -> tuple[torch.Tensor, Any]:
     """Log-probabilities (n*K, V) of the token after ``prev`` (n*K,), float32; only EOS for rows ``at_limit`` (n*K,).
 
     PAD and BOS get -inf, and so does EOS in the rows of ``no_eos`` (n*K,) (see :func:`ban`); the others keep
-    the model's log-probabilities, not renormalised (as fairseq's). In the rows ``at_limit`` EOS gets 0: a
-    hypothesis cut at its limit is not charged for an end the model did not choose, as CTranslate2 stops at
-    ``max_decoding_length`` (fairseq charges EOS's own log-probability there; benchmarks/README.md, "small").
+    the model's log-probabilities, not renormalised (as fairseq's). In the rows ``at_limit`` EOS keeps its own
+    log-probability, as fairseq charges it there (even where ``no_eos`` would ban it: the end is forced), or with
+    ``eos_free`` gets 0, as CTranslate2 stops at ``max_decoding_length`` without charging an end.
 
     :return: the log-probabilities and the decoder state after ``prev``
     """
     logits, state = model.step(prev, state)
     lprobs = log_softmax_(logits.float())
+    forced = None  # (n*K,) what the EOS forced at the limit scores, taken before a ban of EOS
+    if bool(at_limit.any()):
+        forced = torch.zeros_like(lprobs[:, EOS]) if eos_free else lprobs[:, EOS].clone()
     ban(lprobs, NEVER_GENERATED, no_eos)  # (n*K, V)
-    if bool(at_limit.any()):  # forced end at the length limit
-        lprobs.masked_fill_(at_limit[:, None], float("-inf"))[:, EOS].masked_fill_(at_limit, 0.0)
+    if forced is not None:  # forced end at the length limit
+        eos = lprobs.masked_fill_(at_limit[:, None], float("-inf"))[:, EOS]
+        eos.copy_(torch.where(at_limit, forced, eos))
     return lprobs, state
 
 

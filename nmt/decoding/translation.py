@@ -105,6 +105,37 @@ def length_limits(src_len: int, config: DecodeConfig, limit: int | None) -> tupl
     return config.max_len_a, config.max_len_b
 
 
+def output_limit(src_len: int, max_len_a: float, max_len_b: int) -> int:
+    """The most output ids, EOS included, for a source of ``src_len`` ids with EOS: ``a * S + b``, at least 1 (as
+    :func:`nmt.decoding.search.max_output_lengths`; CTranslate2's output is cut to it too)."""
+    return max(1, int(src_len * max_len_a + max_len_b))
+
+
+class LimitCount:
+    """How many of the outputs of a translation stopped at their length limit (as long as :func:`output_limit`
+    allows: EOS forced there, or chosen at the last step), which is how an output cut short or looping looks."""
+
+    def __init__(self) -> None:
+        self.outputs = self.at_limit = 0
+
+    def add(self, hyps: list[list[int]], limits: list[int]) -> None:
+        """Count the ``hyps`` (output ids without EOS) that reach their ``limits`` (with EOS)."""
+        self.at_limit += sum(len(hyp) + 1 >= limit for hyp, limit in zip(hyps, limits, strict=True))
+
+    def log(self, name: str, config: DecodeConfig) -> None:
+        """One INFO line: how many of the outputs stopped at the limit, and which setting raises it."""
+        advice = "; if they are cut short, raise decoding.max_len_b (--max-len-b)" if self.at_limit else ""
+        log.info(
+            "%s: %s of %s outputs stopped at the length limit max_len_a * S + max_len_b = %g * S + %d subwords%s",
+            name,
+            f"{self.at_limit:,}",
+            f"{self.outputs:,}",
+            config.max_len_a,
+            config.max_len_b,
+            advice,
+        )
+
+
 class SourceBatch(NamedTuple):
     """Sources (subword ids, each ending with EOS) searched together within the output limit ``a * S + b``."""
 
@@ -137,9 +168,9 @@ def search_lines(
     name: str = "input",
     first_line: int = 1,
     progress: Callable[[int], None] | None = None,
-) -> Iterator[tuple[list[int], list]]:
+) -> Iterator[tuple[list[int], list[int], list]]:
     """The setup that :func:`translate_lines` and :func:`translate_nbest` share: yield, batch by batch,
-    the indices of its lines and what ``search`` finds for them.
+    the indices of its lines, their :func:`output_limit` and what ``search`` finds for them.
 
     The model is in eval mode meanwhile. Lines are encoded and cut to the model's :func:`position_limit`
     (:func:`encode_sources`) and sorted by length into batches (:func:`_batches`); empty lines are
@@ -154,8 +185,8 @@ def search_lines(
             progress(sum(len(x) <= 1 for x in ids))  # the empty lines
         batches = list(_batches(ids, config, limit))
         found = search([SourceBatch([ids[i] for i in chunk], a, b) for chunk, a, b in batches])
-        for (chunk, _, _), out in zip(batches, found, strict=True):
-            yield chunk, out
+        for (chunk, a, b), out in zip(batches, found, strict=True):
+            yield chunk, [output_limit(len(ids[i]), a, b) for i in chunk], out
             if progress:
                 progress(len(chunk))
     finally:
@@ -190,6 +221,7 @@ def torch_search(
     from nmt.device import autocast
 
     generator = torch.Generator(device=device).manual_seed(config.seed)
+    beam = {"beam_size": config.beam_size, "alpha": config.length_penalty, "eos_at_limit": config.eos_at_limit}
 
     @torch.no_grad()
     def search_batch(batch: SourceBatch) -> list:
@@ -197,12 +229,12 @@ def torch_search(
         a, b = batch.max_len_a, batch.max_len_b
         with autocast(device, bf16):
             if nbest is not None:
-                return beam_search_nbest(model, src, config.beam_size, config.length_penalty, a, b, nbest=nbest)
+                return beam_search_nbest(model, src, max_len_a=a, max_len_b=b, nbest=nbest, **beam)
             if config.method == "greedy":
                 return greedy_search(model, src, a, b)
             if config.method == "sample":
                 return sample_search(model, src, config.sampling_topk, generator, a, b)
-            return beam_search(model, src, config.beam_size, config.length_penalty, a, b)
+            return beam_search(model, src, max_len_a=a, max_len_b=b, **beam)
 
     greedy = config.method == "greedy" and nbest is None
     most = 1 if config.method == "sample" else min(threads, workers or (AUTO_WORKERS if greedy else 1))
@@ -250,6 +282,7 @@ def translate_lines(
     first_line: int = 1,
     progress: Callable[[int], None] | None = None,
     search: Search | None = None,
+    count: LimitCount | None = None,
 ) -> list[str]:
     """Translate plain-text ``lines`` into detokenized plain text, one output line per input line, in order.
 
@@ -266,12 +299,19 @@ def translate_lines(
     :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
     :param search: the search instead of ``config.method``'s over ``model`` in torch on ``device``
         (e.g. :func:`nmt.decoding.ctranslate2.ct2_search`)
+    :param count: adds the outputs that stopped at their length limit to it; without, they are logged
+        (:meth:`LimitCount.log`)
     """
     search = search or torch_search(model, config, device, bf16)
+    tally = LimitCount() if count is None else count
+    tally.outputs += len(lines)
     hyps = [""] * len(lines)
-    for chunk, out in search_lines(model, src_sp, lines, config, search, name, first_line, progress):
+    for chunk, limits, out in search_lines(model, src_sp, lines, config, search, name, first_line, progress):
+        tally.add(out, limits)
         for i, hyp in zip(chunk, out, strict=True):
             hyps[i] = trg_sp.decode(hyp)
+    if count is None:
+        tally.log(name, config)
     return hyps
 
 
@@ -286,18 +326,24 @@ def translate_nbest(
     bf16: str = "auto",
     name: str = "input",
     first_line: int = 1,
+    count: LimitCount | None = None,
 ) -> list[list[tuple[str, float, float]]]:
     """The ``nbest`` best beam search translations of each line as ``(hyp, score, logprob)``, best first.
 
     ``score`` is what the beam ranks by: ``logprob`` (the sum of the log-probabilities of the
     output's subwords and EOS) divided by the length penalty. An empty line gives one entry
-    ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines`.
+    ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines` (``count``: of the best translations).
     """
     search = torch_search(model, config, device, bf16, nbest)
+    tally = LimitCount() if count is None else count
+    tally.outputs += len(lines)
     result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in lines]
-    for chunk, out in search_lines(model, src_sp, lines, config, search, name, first_line):
+    for chunk, limits, out in search_lines(model, src_sp, lines, config, search, name, first_line):
+        tally.add([hyps[0].ids if hyps else [] for hyps in out], limits)
         for i, hyps in zip(chunk, out, strict=True):
             result[i] = [(trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
+    if count is None:
+        tally.log(name, config)
     return result
 
 
@@ -324,20 +370,25 @@ def translate_windows(
     per call: windows of the same lines get other samples, and the noise of back-translation does not
     repeat every ``window`` lines; the whole input samples the same way twice.
 
+    Once the input is done, one line logs how many outputs of all windows stopped at their length limit
+    (:meth:`LimitCount.log`).
+
     :param progress: passed on to :func:`translate_lines` (lines done after each batch)
     :param search: passed on to :func:`translate_lines`; by default :func:`torch_search`
     """
     search = search or (torch_search(model, config, device, bf16) if nbest is None else None)
     lines = iter(lines)
     first_line = 1
+    count = LimitCount()
     while chunk := list(itertools.islice(lines, window)):
         if nbest is None:
             yield translate_lines(
-                model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line, progress, search
+                model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line, progress, search, count
             )
         else:
-            yield translate_nbest(model, src_sp, trg_sp, chunk, config, device, nbest, bf16, name, first_line)
+            yield translate_nbest(model, src_sp, trg_sp, chunk, config, device, nbest, bf16, name, first_line, count)
         first_line += len(chunk)
+    count.log(name, config)
 
 
 def translate_stream(
