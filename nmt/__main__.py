@@ -53,7 +53,9 @@ def translate(args: argparse.Namespace) -> None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input)) if args.input else "stdin"
     keep_freed_memory(mkl_buffers=False)  # reuse each step's freed tensors instead of faulting pages in
-    model, src_sp, trg_sp, search = load_decoding(args.model, config, args.device, args.bf16, workers=args.workers)
+    model, src_sp, trg_sp, search = load_decoding(
+        args.model, config, args.device, args.bf16, threads=args.threads, workers=args.workers
+    )
     device = None  # the n-best lists of translate_nbest need it (beam search: torch)
     if args.nbest is not None:
         from nmt.device import get_device
@@ -225,6 +227,12 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     )
     p.add_argument("--batch-size", type=positive_int, default=search.batch_size, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        help="CPU threads of the search (default: OMP_NUM_THREADS if set, else the CPUs this process may use, "
+        "which taskset -c narrows); beside a busy process give fewer, e.g. --threads 1%(default).0s",
+    )
     p.add_argument("--workers", type=positive_int, help="CPU: batches searched at once, each by its share of "
                    f"the threads (default: greedy one per thread, at most {AUTO_WORKERS}; beam 1; sample always 1)"
                    "%(default).0s")  # fmt: skip

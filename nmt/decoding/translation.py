@@ -407,6 +407,26 @@ def translate_stream(
         yield from hyps
 
 
+def decoding_threads(asked: int | None = None) -> tuple[int, str]:
+    """The computing threads of a decoding process, and where the number comes from: ``asked`` (``--threads``, a
+    workflow job's threads), else ``OMP_NUM_THREADS`` when it is a number above 0, else the CPUs this process may
+    use (its affinity: ``taskset``, a cluster job's cpuset), else every CPU of the machine.
+
+    Not torch's own default: torch sizes its thread pool when it loads, so a process pinned to fewer CPUs later
+    (``taskset -p``, ``os.sched_setaffinity``) would still run a thread per CPU of the machine. Threads that share a
+    CPU, with each other or with a busy process, wait for each other at every operator: 13.5 s for 5 sentences on
+    2 threads beside a busy process, 1.4 s on one (issue 55), so give fewer there (``--threads 1``).
+    """
+    if asked:
+        return asked, "asked"
+    omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if omp.isdigit() and int(omp) > 0:
+        return int(omp), "OMP_NUM_THREADS"
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)), "the CPUs this process may use"
+    return os.cpu_count() or 1, "the CPUs of the machine"
+
+
 def load_decoding(
     model_dirs: list[str | Path],
     config: DecodeConfig,
@@ -424,32 +444,42 @@ def load_decoding(
 
     :param device: ``auto`` (CUDA when there is one), ``cpu`` or ``cuda``
     :param threads: the process's computing threads (torch's intra-op threads, CTranslate2's ``intra_threads``);
-        None keeps torch's setting, and gives CTranslate2 the CPUs the process may use
+        None: :func:`decoding_threads`, the CPUs this process may use unless ``OMP_NUM_THREADS`` says otherwise
     :param workers: torch on the CPU: batches searched at once, each by ``threads / workers`` threads (None: greedy
         search one per thread, at most :data:`nmt.config.AUTO_WORKERS`, other searches 1; see :func:`torch_search`)
     :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
     """
+    threads, source = decoding_threads(threads)
     if config.runtime == "torch":
         import torch
 
         from nmt.decoding.ensemble import load_ensemble
         from nmt.device import get_device
 
-        if threads:
-            torch.set_num_threads(threads)
+        torch.set_num_threads(threads)
         dev = get_device(device)
         model, src_sp, trg_sp = load_ensemble(model_dirs, dev, bf16)
         cpu_threads = torch.get_num_threads() if dev.type == "cpu" else 1
+        if dev.type == "cpu":
+            _log_threads(threads, source)
         return model, src_sp, trg_sp, torch_search(model, config, dev, bf16, threads=cpu_threads, workers=workers)
     if len(model_dirs) > 1:
         raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
     config.check("decoding")  # refuses beam search before the model loads
     from nmt.decoding.ctranslate2 import ct2_device, ct2_search, load_ctranslate2
 
-    # CTranslate2's own default is 4 threads, whatever the machine: else, the CPUs this process may use.
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], ct2_device(device), threads or cpus)
+    # CTranslate2's own default is 4 threads, whatever the machine.
+    ct2_dev = ct2_device(device)
+    model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], ct2_dev, threads)
+    if ct2_dev == "cpu":
+        _log_threads(threads, source)
     return model, src_sp, trg_sp, ct2_search(model.translator, src_sp, trg_sp, config)
+
+
+def _log_threads(threads: int, source: str) -> None:
+    """One INFO line, once the model loaded (an error before it stays the only line): the threads and their source."""
+    how = "" if source == "asked" else "; --threads N (or OMP_NUM_THREADS) sets them, e.g. 1 beside a busy process"
+    log.info("decoding on %d CPU thread%s (%s%s)", threads, "s" if threads > 1 else "", source, how)
 
 
 def check_source(path: str | Path) -> Path:
