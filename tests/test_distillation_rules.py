@@ -1,6 +1,8 @@
-"""The distillation rules of the real Snakefile: the teacher's parts sample with their own seeds."""
+"""The distillation rules of the real Snakefile: the teacher's parts sample with their own seeds, and the timing
+of the distillation table's rows holds every core."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -53,3 +55,24 @@ def test_beam_parts_keep_the_one_seed(tmp_path):
     """Beam search draws nothing: its parts' params stay those of before, so that no part is rerun for nothing."""
     searches = part_searches(tmp_path, {"beam_size": 2, "seed": 7})
     assert [search["seed"] for search in searches["distill_part"]] == [7, 7, 7]
+
+
+def test_the_timing_job_asks_for_every_core(tmp_path):
+    """Snakemake starts a job only when its threads are free: the timing job, holding all --cores, runs alone."""
+    (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
+    snakemake = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+    ]
+    for cores in (3, 1):
+        out = subprocess.run([*snakemake, "-n", "--cores", str(cores)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-3000:]
+        job = re.search(r"^rule time_distillation:\n((?:    .*\n)+)", out.stdout, flags=re.M)
+        assert job, out.stdout[-3000:]
+        threads = re.search(r"^    threads: (\d+)$", job.group(1), flags=re.M)
+        assert int(threads.group(1) if threads else 1) == cores

@@ -39,10 +39,10 @@ def planned_jobs(workdir: Path, *overrides: str) -> Counter:
 
 # After the tiny run: a changed setting reruns exactly the jobs that depend on it, and what follows them.
 SCORING = {"score_translations": 0, "significance": 1, "collect_scores": 1, "all": 1}
-# The distillation jobs after a new teacher: its 2 parts, the corpus, the student's export and the table.
+# The distillation jobs after a new teacher: its 2 parts, the corpus, the student's export, the timing and the table.
 DISTILLED = {
     "distill_part": 2, "build_distilled_corpus": 1, "binarize_corpus": 1, "export_student": 1, "translate_export": 1,
-    "distillation_table": 1,
+    "time_distillation": 1, "distillation_table": 1,
 }  # fmt: skip
 RERUNS = {
     # The Transformer's trainings (2 seeds x baseline and 2 variants), their translations (with the ensembles)
@@ -51,8 +51,11 @@ RERUNS = {
         "train_model": 8, "translate_test": 12, **SCORING, "score_translations": 12, "plot_learning_curves": 8,
         "plot_comparison": 1, **DISTILLED,
     },
-    # The students decode with distillation.decoding: only the others' translations (and the teacher's row).
-    "decoding={beam_size: 4}": {"translate_test": 15, **SCORING, "score_translations": 15, "distillation_table": 1},
+    # The students decode with distillation.decoding: only the others' translations (and the teacher's row, timed
+    # again with its students).
+    "decoding={beam_size: 4}": {
+        "translate_test": 15, **SCORING, "score_translations": 15, "time_distillation": 1, "distillation_table": 1,
+    },
     # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
         "backtranslate_part": 3, "build_synthetic_corpus": 1, "render_synthetic_report": 1, "binarize_corpus": 1,
@@ -416,7 +419,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
 
 def check_distillation(workdir: Path) -> None:
     """The teacher translated the 400 training sources in 2 parts, the student learned from its translations
-    alone, and the distillation table has the teacher, the student twice and the student's int8 export."""
+    alone, and the distillation table has the teacher, the student twice and the student's int8 export, timed alone
+    on the machine, and the distilled student tested against the student on the original pairs."""
     kd = workdir / "results/en-de/distillation"
     assert sorted(p.name for p in (kd / "parts").glob("*.en")) == ["0000.en", "0001.en"]
     assert [len((kd / "teacher" / f"{n}.de").read_text().splitlines()) for n in ("0000", "0001")] == [200, 200]
@@ -428,15 +432,58 @@ def check_distillation(workdir: Path) -> None:
     export = workdir / "results/en-de/student/distilled/seed1/ctranslate2/int8"
     assert (export / "model/model.bin").exists() and (export / "model/src.model").exists()
     assert len((export / "translations/test_2016_flickr.de").read_text().splitlines()) == 1000
-    table = pd.read_csv(workdir / "results/tables/distillation.csv")
-    assert list(table["system"]) == [
-        "teacher transformer/baseline/ensemble, torch",
-        "student student/baseline/seed1, torch",
-        "student student/distilled/seed1, torch",
-        "student student/distilled/seed1, ctranslate2 int8",
+    table = pd.read_csv(workdir / "results/tables/distillation.csv", dtype={"bleu_gain": str})
+    systems = [
+        "teacher transformer/baseline/ensemble, torch, beam 3",
+        "student student/baseline/seed1, torch, greedy",
+        "student student/distilled/seed1, torch, greedy",
+        "student student/distilled/seed1, ctranslate2 int8, greedy",
     ]
-    assert (table["sentences_per_second"] > 0).all() and (table["size_mb"] > 0).all() and table["speedup"][0] == 1
+    assert list(table["system"]) == systems
+    # One job timed every row 3 times (rows interleaved) on the decoding jobs' thread, nothing else running.
+    timing = json.loads((workdir / "results/tables/distillation_timing.json").read_text())
+    assert [row["system"] for row in timing["rows"]] == systems
+    assert timing["repeats"] == 3 and timing["threads"] == 1 and re.fullmatch(r"[0-9a-f]{7,}", timing["commit"])
+    assert timing["cpu"] not in ("", "unknown")
+    for row in timing["rows"]:
+        assert len(row["repeats"]) == 3 and row["seconds"] == sorted(row["repeats"])[1] > 0
+    seconds = [row["seconds"] for row in timing["rows"]]
+    assert list(table["seconds"]) == seconds
+    assert list(table["sentences_per_second"]) == [round(1000 / s, 1) for s in seconds]
+    assert list(table["speedup"]) == [round(seconds[0] / s, 2) for s in seconds]  # from the unrounded seconds
+    assert (table["size_mb"] > 0).all()
+    check_ran_alone(workdir, "time_distillation")
+    # The claim of distillation: the distilled student against the same student on the original pairs.
+    gain = table["bleu_gain_score"]
+    assert gain.notna().tolist() == [False, False, True, False]
+    assert gain[2] == pytest.approx(table["bleu_score"][2] - table["bleu_score"][1])
+    assert 0 < table["bleu_gain_p"][2] <= 1 and table["bleu_gain"][2].startswith(f"{gain[2]:+.2f}")
+    md = (workdir / "results/tables/distillation.md").read_text()
+    assert f"CPU {timing['cpu']}, 1 thread, commit {timing['commit']}." in md and "bleu_gain" in md
     assert (workdir / "results/plots/distillation.png").read_bytes().startswith(b"\x89PNG")
+
+
+def check_ran_alone(workdir: Path, rule: str) -> None:
+    """The one job of ``rule`` started when no other job was running, and no job started until it finished (from
+    the log of the run that ran it: a job starts with its 'rule NAME:' block and ends with 'Finished jobid')."""
+    logs = [log.read_text() for log in sorted((workdir / ".snakemake/log").glob("*.snakemake.log"))]
+    text = next(text for text in logs if f"(Rule: {rule})" in text)  # the run that finished it, not a dry run
+    events = re.finditer(
+        r"^(?:local)?(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    jobid: (\d+)$|^Finished jobid: (\d+)", text, re.M
+    )
+    running: set[str] = set()
+    timed = None
+    for event in events:
+        name, started, finished = event.groups()
+        if finished:
+            running.discard(finished)
+            continue
+        assert timed not in running, f"job {name} started beside {rule}"
+        if name == rule:
+            assert not running, f"{rule} started beside jobs {running}"
+            timed = started
+        running.add(started)
+    assert timed is not None
 
 
 def report_items(html: str) -> dict[str, dict]:

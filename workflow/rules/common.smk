@@ -193,8 +193,8 @@ def distillation(name):
 
 
 def deployed_files(pair, test, row):
-    """A row of the distillation table: its translation of ``test``, the benchmark of the job that made it, and
-    its model files (the ensemble's, one per seed), from the patterns of the rule that translates it."""
+    """A row of the distillation table: its translation of ``test``, its model files (the ensemble's, one per seed)
+    and the source it translated, from the patterns of the rule that translates it, and that rule's search."""
     src, trg = pair.split("-")
     w = {"src": src, "trg": trg, "model": row.model, "test": test}
     if row.quantization is None:
@@ -205,18 +205,21 @@ def deployed_files(pair, test, row):
         w.update(seed=row.run.removeprefix("seed"), quantization=row.quantization)
     given = job.input.models  # an input function (an ensemble's seeds) or a list of patterns
     models = given(types.SimpleNamespace(**w)) if callable(given) else [pattern.format(**w) for pattern in given]
-    return job.output.hyp.format(**w), job.benchmark.format(**w), models
+    decoding = KD.export_decoding if row.quantization else EXPERIMENT.test_decoding(row.model)
+    return job.output.hyp.format(**w), models, job.input.src.format(**w), plain(decoding)
 
 
 def get_deployment_rows(wildcards):
-    """The distillation table's rows per pair and test set: what identifies each, its files, and the reference."""
+    """The distillation table's rows per pair and test set: what identifies each, its files and search, and the
+    reference."""
     rows = []
     for pair in EXPERIMENT.pairs:
         for test in EXPERIMENT.data.test:
             for row in EXPERIMENT.deployed():
-                hyp, benchmark, models = deployed_files(pair, test, row)
+                hyp, models, src, decoding = deployed_files(pair, test, row)
                 ref = f"results/{pair}/data/eval/{test}.{pair.split('-')[1]}"
-                rows.append({**plain(row), "pair": pair, "test": test, "hyp": hyp, "benchmark": benchmark, "models": models, "ref": ref})
+                files = {"hyp": hyp, "models": models, "src": src, "ref": ref}
+                rows.append({**plain(row), "pair": pair, "test": test, "decoding": decoding, **files})
     return rows
 
 
@@ -224,8 +227,8 @@ def get_deployment_files(wildcards):
     rows = get_deployment_rows(wildcards)
     return {
         "hyps": [row["hyp"] for row in rows],
-        "benchmarks": [row["benchmark"] for row in rows],
         "models": sorted({model for row in rows for model in row["models"]}),
+        "srcs": sorted({row["src"] for row in rows}),
         "refs": sorted({row["ref"] for row in rows}),
     }
 
@@ -294,6 +297,17 @@ def get_distill_generation(wildcards):
     if generation.method != "sample":
         return plain(generation)
     return plain(dataclasses.replace(generation, seed=generation.seed + int(wildcards.part)))
+
+
+def get_timing_repeats(wildcards):
+    return config["distillation"]["repeats"]
+
+
+def get_timing_threads(wildcards):
+    """Every core of the run (--cores), so that no other job runs beside the timing job (Snakemake starts a job only
+    when its threads are free, and every job holds at least one). Without --cores (a cluster run with --jobs) it
+    asks for the decoding jobs' threads, and a node of its own is the cluster profile's to give."""
+    return workflow.resource_settings.cores or data_threads(8)
 
 
 # evaluation provenance

@@ -1,7 +1,8 @@
 # Distillation stage (Kim and Rush 2016): the teacher system translates the cleaned training source in parts (a
 # checkpoint splits it, as for back-translation), the distilled corpus is built from its translations, and
 # train_model trains the students on it ({stage} = distilled). Each student's first seed is exported to CTranslate2
-# and decoded there, and one table puts teacher and students side by side in quality, speed and size.
+# and decoded there; one job times every row's decoding alone on the machine, and one table puts teacher and
+# students side by side in quality, speed and size.
 
 
 localrules:
@@ -94,7 +95,8 @@ rule export_student:
         "../scripts/export_student.py"
 
 
-# Translate one test set with a student's CTranslate2 export, with the students' search; timed like translate_test.
+# Translate one test set with a student's CTranslate2 export, with the students' search (the table's time of it is
+# time_distillation's).
 rule translate_export:
     input:
         models=["results/{src}-{trg}/{model}/distilled/seed{seed}/ctranslate2/{quantization}/model/model.bin"],
@@ -117,11 +119,40 @@ rule translate_export:
         "../scripts/translate.py"
 
 
-# Teacher and students in one table per pair and test set: BLEU/chrF/TER with significance against the teacher,
-# sentences per second of the whole decoding process, model size on disk; and a plot of quality against speed.
+# Time the decoding of every row of the distillation table (the teacher's and the students' test-set translations)
+# alone on the machine: each row's `python -m nmt translate` with its search and the decoding jobs' threads, in a
+# fresh process, every row in turn, `repeats` rounds; the output must be the row's translation. The job asks for
+# every core (--cores): Snakemake starts it only when no other job runs, and starts none beside it, which a resource
+# that every timed job holds would also do but only among the timed jobs, not beside a training. The decoding jobs'
+# own benchmarks ran beside whatever else was running, so the table no longer reads them.
+rule time_distillation:
+    input:
+        unpack(get_deployment_files),
+    output:
+        timing="results/tables/distillation_timing.json",
+    params:
+        rows=get_deployment_rows,
+        repeats=get_timing_repeats,
+        threads=data_threads(8),
+    log:
+        "results/logs/time_distillation/time_distillation.log",
+    threads: get_timing_threads
+    resources:
+        mem_mb=per_attempt(8000),
+        runtime=per_attempt(120),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/time_distillation.py"
+
+
+# Teacher and students in one table per pair and test set: BLEU/chrF/TER with significance against the teacher (and
+# of each distilled student against the same student on the original pairs), sentences per second of the whole
+# decoding process as time_distillation measured it, model size on disk; and a plot of quality against speed.
 rule distillation_table:
     input:
         unpack(get_deployment_files),
+        timing="results/tables/distillation_timing.json",
     output:
         csv="results/tables/distillation.csv",
         md="results/tables/distillation.md",
