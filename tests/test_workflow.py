@@ -426,9 +426,16 @@ def check_distillation(workdir: Path) -> None:
     assert [len((kd / "teacher" / f"{n}.de").read_text().splitlines()) for n in ("0000", "0001")] == [200, 200]
     report = json.loads((kd / "report.json").read_text())
     assert report["real_pairs"] == 0 and report["synthetic_in"] == 400 and not report["tagged"]
-    assert len((kd / "train.en").read_text().splitlines()) == report["synthetic_pairs"] > 0
-    teacher = [line for n in ("0000", "0001") for line in (kd / "teacher" / f"{n}.de").read_text().splitlines()]
-    assert set((kd / "train.de").read_text().splitlines()) <= set(teacher)  # the targets are the teacher's
+    # Each pair of the distilled corpus is a source with the teacher's translation of it, in the order of the
+    # parts; the pairs the filters dropped are the only ones missing.
+    sources, teacher = (
+        [line for n in ("0000", "0001") for line in (kd / folder / f"{n}.{lang}").read_text().splitlines()]
+        for folder, lang in (("parts", "en"), ("teacher", "de"))
+    )
+    kept = list(zip(*((kd / f"train.{lang}").read_text().splitlines() for lang in ("en", "de")), strict=True))
+    pairs = iter(zip(sources, teacher, strict=True))
+    assert all(pair in pairs for pair in kept)  # in order: each kept pair is found after the one before
+    assert len(kept) == report["synthetic_pairs"] == 400 - sum(report["dropped"].values()) > 0
     export = workdir / "results/en-de/student/distilled/seed1/ctranslate2/int8"
     assert (export / "model/model.bin").exists() and (export / "model/src.model").exists()
     assert len((export / "translations/test_2016_flickr.de").read_text().splitlines()) == 1000
