@@ -3,7 +3,6 @@ its plot, and the timing of its rows."""
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from dataclasses import asdict
@@ -24,6 +23,7 @@ from nmt.evaluation.deployment import (
     row_label,
     run_timed,
     time_rows,
+    translate_command,
     write_deployment,
 )
 
@@ -199,11 +199,10 @@ def test_time_rows_refuses_an_output_that_is_not_the_rows_translation(decoded_ro
     assert not (tmp_path / "timing.json").exists()
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity on this system")
-def test_a_timed_process_runs_on_its_threads(tmp_path):
-    """The command line has no thread option: a timed process may use the given CPUs only."""
-    cpu = sorted(os.sched_getaffinity(0))[0]
-    check = f"import os, sys; sys.exit(os.sched_getaffinity(0) != {{{cpu}}})"
-    assert run_timed([sys.executable, "-c", check], dict(os.environ), [cpu]) > 0
+def test_a_timed_process_decodes_on_the_given_threads(decoded_rows, tmp_path):
+    """Each timed process gets the decoding jobs' threads with --threads, and a failure is one line."""
+    command = translate_command(decoded_rows[0], tmp_path / "hyp", threads=3)
+    assert command[command.index("--threads") + 1] == "3" and command[1:4] == ["-m", "nmt", "translate"]
+    assert command[command.index("--beam-size") + 1] == "2" and "--sampling-topk" not in command  # a default
     with pytest.raises(DataError, match=r"failed \(exit 3\): boom"):
-        run_timed([sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], {}, [cpu])
+        run_timed([sys.executable, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], {})

@@ -3,8 +3,8 @@ teacher, and of the distilled student against the same student on the original p
 process and model size on disk, and a plot of quality against speed.
 
 Speed is what :func:`time_rows` measures: each row's ``python -m nmt translate`` run in a fresh process (start-up,
-model loading and search of the whole test set, as a user sees it), alone on the machine, on the threads of the
-decoding jobs, several times interleaved; the median counts.
+model loading and search of the whole test set, as a user sees it), alone on the machine, with the decoding jobs'
+threads, several times interleaved; the median counts.
 """
 
 import json
@@ -35,9 +35,6 @@ from nmt.experiment import BASELINE, DISTILLED
 log = logging.getLogger(__name__)
 
 METRICS = ("bleu", "chrf", "ter")
-# What sets a process's computing threads besides the CPUs it may use (torch reads OMP_NUM_THREADS; Snakemake sets
-# them all to the threads of the job that starts the process).
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -61,17 +58,18 @@ def megabytes(paths: list[str | Path]) -> float:
     return sum(Path(path).stat().st_size for path in paths) / 2**20
 
 
-def translate_command(row: dict[str, Any], hyp: str | Path) -> list[str]:
+def translate_command(row: dict[str, Any], hyp: str | Path, threads: int) -> list[str]:
     """The ``python -m nmt translate`` command that decodes a row's test set into ``hyp`` as its job did: the same
-    model directories (an export's folder for CTranslate2) and its search: method and runtime, and each setting that
-    is not the default of the command line (:class:`DecodeConfig`'s)."""
+    model directories (an export's folder for CTranslate2), its search (method and runtime, and each setting that is
+    not the default of the command line, :class:`DecodeConfig`'s) and ``threads``."""
     models = [arg for model in row["models"] for arg in ("--model", str(Path(model).parent))]
     default = asdict(DecodeConfig())
     given = {
         key: value for key, value in row["decoding"].items() if key in ("method", "runtime") or value != default[key]
     }
     search = [arg for key, value in given.items() for arg in (f"--{key.replace('_', '-')}", str(value))]
-    return [sys.executable, "-m", "nmt", "translate", *models, *search, "--input", row["src"], "--output", str(hyp)]
+    files = ["--input", row["src"], "--output", str(hyp)]
+    return [sys.executable, "-m", "nmt", "translate", *models, *search, "--threads", str(threads), *files]
 
 
 def cpu_model() -> str:
@@ -102,24 +100,20 @@ def time_rows(rows: list[dict[str, Any]], timing_path: str | Path, repeats: int,
 
     :param rows: as :func:`deployment_rows` takes them, each also with ``src`` (the test set's source) and
         ``decoding`` (its search: a :class:`nmt.config.DecodeConfig` as a dict)
-    :param threads: each process's computing threads: the decoding jobs'. The command line has no option for them:
-        torch's and CTranslate2's follow the CPUs a process may use, set to the first ``threads`` of the caller's
+    :param threads: each process's computing threads (``--threads``): the decoding jobs'
     :return: what ``timing_path`` holds: cpu, threads, commit, repeats, and per row pair, test, system
         (:func:`row_label`), seconds (the median wall time) and repeats (every wall time, in the order run)
     :raises DataError: when a process fails, or its output is not the row's translation
     """
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
-    cpus = cpus[: max(1, threads)]
-    env = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, str(len(cpus)))}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
-    timing = {"cpu": cpu_model(), "threads": len(cpus), "commit": code_commit(), "repeats": repeats}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    timing = {"cpu": cpu_model(), "threads": threads, "commit": code_commit(), "repeats": repeats}
     log.info("timing %d rows %d times each, %s", len(rows), repeats, json.dumps(timing))
     seconds: list[list[float]] = [[] for _ in rows]
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(1, repeats + 1):
             for i, row in enumerate(rows):
                 hyp = Path(tmp) / f"{i}.hyp"
-                seconds[i].append(run_timed(translate_command(row, hyp), env, cpus))
+                seconds[i].append(run_timed(translate_command(row, hyp, threads), env))
                 check_same_output(hyp, row)
                 log.info("round %d/%d: %s on %s: %.2f s", round_, repeats, row_label(row), row["test"], seconds[i][-1])
     timing["rows"] = [
@@ -136,12 +130,11 @@ def time_rows(rows: list[dict[str, Any]], timing_path: str | Path, repeats: int,
     return timing
 
 
-def run_timed(command: list[str], env: dict[str, str], cpus: list[int]) -> float:
-    """The wall time (s) of ``command`` from its start to its exit, on ``cpus``."""
-    pin = (lambda: os.sched_setaffinity(0, cpus)) if hasattr(os, "sched_setaffinity") else None
+def run_timed(command: list[str], env: dict[str, str]) -> float:
+    """The wall time (s) of ``command`` from its start to its exit."""
     start = time.perf_counter()
     streams = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE}
-    done = subprocess.run(command, env=env, text=True, preexec_fn=pin, **streams)
+    done = subprocess.run(command, env=env, text=True, **streams)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
