@@ -82,6 +82,11 @@ def _check_value(value: Any, hint: Any, key: str) -> Any:
                 return None
         inner = [a for a in get_args(hint) if a is not type(None)]
         return _check_value(value, inner[0], key)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        value_hint = get_args(hint)[1]
+        return {str(name): _check_value(item, value_hint, f"{key}.{name}") for name, item in value.items()}
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{key}: expected a list, got {value!r}")
@@ -264,9 +269,10 @@ class TrainConfig:
       checkpoint scores better on dev by ``valid_metric``.
     - ``valid_metric``: the dev score that picks the best checkpoint and drives early stopping: ``bleu`` or
       ``chrf`` (higher is better; both scored as the test sets are) or ``loss`` (lower is better).
-    - ``corpus_weights``: one weight per corpus of the binarized training set (per pair of text files it was
-      binarized from, in order): how often its pairs are drawn per epoch (:func:`nmt.data.batches.weighted_epoch`);
-      None draws every pair once. The workflow sets it from the corpora's ``weight``.
+    - ``corpus_weights``: a weight per corpus of the binarized training set, keyed by the corpus's name (its source
+      file's name without the language suffix, :func:`nmt.data.binarize.corpus_name`): how often its pairs are drawn
+      per epoch (:func:`nmt.data.batches.weighted_epoch`); None draws every pair once. The workflow sets it from the
+      corpora's ``weight``.
     """
 
     seed: int = 1
@@ -301,7 +307,7 @@ class TrainConfig:
     threads: int = 0
     init_from: str | None = None
     tensorboard: bool = False
-    corpus_weights: list[float] | None = None
+    corpus_weights: dict[str, float] | None = None
 
     def on_threads(self, threads: int) -> "TrainConfig":
         """This config with ``threads: 0`` (the job's) resolved to the ``threads`` of the job that trains."""
@@ -336,9 +342,9 @@ class TrainConfig:
         if self.warmup_steps < 0:
             raise ConfigError(f"{where}.warmup_steps: must be >= 0, got {self.warmup_steps}")
         if self.corpus_weights is not None:
-            for i, weight in enumerate(self.corpus_weights):
+            for name, weight in self.corpus_weights.items():
                 if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
-                    raise ConfigError(f"{where}.corpus_weights: weight {i + 1} must be a number > 0, got {weight!r}")
+                    raise ConfigError(f"{where}.corpus_weights.{name}: must be a number > 0, got {weight!r}")
         if not re.fullmatch(r"([a-z]{2,3})?", self.trg_lang):
             raise ConfigError(f"{where}.trg_lang: {self.trg_lang!r} is not a language code such as 'de' or 'zh'")
 

@@ -350,12 +350,11 @@ class Experiment:
         )
 
     @property
-    def corpus_weights(self) -> list[float] | None:
-        """The ``weight`` of each training corpus, in the order of ``data.train`` (the order their files are
-        binarized in); None when every weight is 1. A back-translation variant's corpus is one file (real and
-        synthetic pairs, mixed by ``upsample_real``), so its systems train unweighted."""
-        weights = [self.corpora[name].weight for name in self.data.train]
-        return weights if any(weight != 1 for weight in weights) else None
+    def corpus_weights(self) -> dict[str, float] | None:
+        """The ``weight`` of each training corpus by name; None when every weight is 1. A back-translation variant's
+        corpus is one file (real and synthetic pairs, mixed by ``upsample_real``), so its systems train unweighted."""
+        weights = {name: self.corpora[name].weight for name in self.data.train}
+        return weights if any(weight != 1 for weight in weights.values()) else None
 
     def corpus_cleaning(self, corpus: str) -> CleanConfig:
         """The cleaning of one training corpus: the ``cleaning`` section, updated by the corpus's own ``cleaning``."""

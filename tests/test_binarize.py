@@ -87,23 +87,23 @@ def test_corpora_of_a_set_cut_to_a_shorter_limit(toy_spm, two_corpora, tmp_path)
     data = open_training_data(tmp_path / "t", toy_spm["en"], toy_spm["de"], max_length=12)
     per_file = [len(ParallelData.from_files(two_corpora["en"][i], two_corpora["de"][i], sp, sp, 12)) for i in (0, 1)]
     assert data.parts.tolist() == per_file and sum(per_file) == len(data) < 600
-    data.check_weights([1, 2])
-    data.check_weights(None)
+    assert data.corpus_names == ["a", "b"]
+    assert data.corpus_weights({"b": 2, "a": 1}) == [1.0, 2.0] and data.corpus_weights(None) is None
     with pytest.raises(DataError) as excinfo:
-        data.check_weights([2])
-    assert_one_line(excinfo, tmp_path / "t.json", "1 corpus weights for 2 corpora", "binarize again")
+        data.corpus_weights({"b": 2})
+    assert_one_line(excinfo, tmp_path / "t.json", "no weight for ['a']")
+    with pytest.raises(DataError) as excinfo:
+        data.corpus_weights({"a": 1, "b": 2, "c": 3})
+    assert_one_line(excinfo, tmp_path / "t.json", "no corpus ['c']")
 
 
-def test_a_header_without_file_pairs_is_one_corpus(toy_corpus, toy_spm, tmp_path):
-    """A set binarized before file_pairs were recorded still trains; weights for several corpora are refused."""
-    binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], tmp_path / "t")
-    header = json.loads((tmp_path / "t.json").read_text())
-    del header["file_pairs"]
-    (tmp_path / "t.json").write_text(json.dumps(header))
-    data = BinarizedData.open(tmp_path / "t")
-    assert data.parts.tolist() == [600]
-    with pytest.raises(DataError):
-        data.check_weights([1, 3])
+def test_weights_meet_their_corpora_whatever_the_binarized_order(toy_spm, two_corpora, tmp_path):
+    """Weights are keyed by corpus name, so a set binarized in the other order gives each corpus its own weight
+    (by position, a reordered config met the old order: the wrong corpus upsampled)."""
+    binarize(two_corpora["en"][::-1], two_corpora["de"][::-1], toy_spm["en"], toy_spm["de"], tmp_path / "t")
+    data = open_training_data(tmp_path / "t", toy_spm["en"], toy_spm["de"], max_length=128)
+    assert data.corpus_names == ["b", "a"] and data.parts.tolist() == [350, 250]
+    assert data.corpus_weights({"a": 3, "b": 1}) == [1.0, 3.0]
 
 
 def test_training_draws_each_corpus_by_its_weight(toy_spm, two_corpora, tmp_path, caplog):
@@ -113,15 +113,16 @@ def test_training_draws_each_corpus_by_its_weight(toy_spm, two_corpora, tmp_path
     files = dict(
         dev_src=two_corpora["en"][0], dev_ref=two_corpora["de"][0], src_spm=toy_spm["en"], trg_spm=toy_spm["de"]
     )
-    config = TrainConfig(max_steps=2, valid_every=2, checkpoint_every=2, batch_tokens=200, threads=1,
-                         corpus_weights=[1, 3])  # fmt: skip
+    config = TrainConfig(
+        max_steps=2, valid_every=2, checkpoint_every=2, batch_tokens=200, threads=1, corpus_weights={"a": 1, "b": 3}
+    )
     summary = train(TINY, config, (two_corpora["en"], two_corpora["de"]), **files, model_dir=tmp_path / "m")
     assert summary["steps"] == 2
-    assert "corpus weights [1, 3] of the corpora of [250, 350] pairs: 1300 pairs per epoch" in caplog.text
+    assert "corpus weights: a 250 pairs x 1, b 350 pairs x 3: 1300 pairs per epoch" in caplog.text
     with pytest.raises(DataError) as excinfo:
-        train(TINY, dataclasses.replace(config, corpus_weights=[1]), tmp_path / "m/train", **files,
-              model_dir=tmp_path / "m2")  # fmt: skip
-    assert_one_line(excinfo, tmp_path / "m/train.json", "1 corpus weights for 2 corpora")
+        config = dataclasses.replace(config, corpus_weights={"a": 1})
+        train(TINY, config, tmp_path / "m/train", **files, model_dir=tmp_path / "m2")
+    assert_one_line(excinfo, tmp_path / "m/train.json", "no weight for ['b']")
 
 
 def test_misaligned_corpus_names_both_files_and_writes_nothing(toy_spm, two_corpora, tmp_path):

@@ -60,8 +60,8 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         ),
         (CorpusConfig, {"url": "u{lang}", "weight": 0}, "train.weight: must be > 0, got 0"),
         (CorpusConfig, {"url": "u{lang}", "weight": "x2"}, "train.weight: expected float, got 'x2'"),
-        (TrainConfig, {"corpus_weights": [1, 0]}, "train.corpus_weights: weight 2 must be a number > 0, got 0"),
-        (TrainConfig, {"corpus_weights": 2}, "train.corpus_weights: expected a list, got 2"),
+        (TrainConfig, {"corpus_weights": {"a": 1, "b": 0}}, "train.corpus_weights.b: must be a number > 0, got 0"),
+        (TrainConfig, {"corpus_weights": [1, 2]}, "train.corpus_weights: expected a mapping, got [1, 2]"),
     ],
 )
 def test_bad_values_fail_with_one_line_naming_the_key(cls, data, message):

@@ -220,11 +220,11 @@ TRAIN, VAL, MONO = (TINY["corpora"][name] for name in ("multi30k_train", "multi3
             "corpora.multi30k_mono1.weight: 'multi30k_mono1' is not a training corpus (data.train)",
         ),
         (
-            {"models": {"t": {"arch": "rnn", "training": {"corpus_weights": [1, 2]}}}},
+            {"models": {"t": {"arch": "rnn", "training": {"corpus_weights": {"a": 2}}}}},
             "models.t.training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
         ),
         (
-            {"training": {**TINY["training"], "corpus_weights": [2]}},
+            {"training": {**TINY["training"], "corpus_weights": {"a": 2}}},
             "training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
         ),
     ],
@@ -251,13 +251,14 @@ def test_corpora_with_their_own_cleaning_and_weights():
     assert (own.langid, own.max_ratio, own.max_pairs, own.langid_threshold) == (False, 2.0, 400, 0.8)
     assert (other.langid, other.max_ratio, other.max_pairs) == (True, 3.0, 400)
     assert other == experiment.cleaning, "a corpus without its own keys is cleaned by the section"
-    # The weights, in the order of data.train (the order binarize_corpus reads the corpora in): the systems on
+    # The weights, by corpus name (training matches them to the binarized corpora): the systems on
     # the parallel data and the reverse model; a back-translation variant's corpus is one mixed file.
-    assert experiment.corpus_weights == [0.5, 3.0]
-    assert experiment.training("transformer", 1, "de", "baseline").corpus_weights == [0.5, 3.0]
-    assert experiment.training("transformer", 1, "de").corpus_weights == [0.5, 3.0]
+    weights = experiment.corpus_weights
+    assert list(weights.values()) == [0.5, 3.0] and list(weights) == list(experiment.data.train)
+    assert experiment.training("transformer", 1, "de", "baseline").corpus_weights == weights
+    assert experiment.training("transformer", 1, "de").corpus_weights == weights
     assert experiment.training("transformer", 1, "de", "bt_beam").corpus_weights is None
-    assert experiment.reverse_training("en").corpus_weights == [0.5, 3.0]
+    assert experiment.reverse_training("en").corpus_weights == weights
     # Fetching depends on neither: the download jobs' params are those of a corpus without them.
     assert experiment.corpora["flickr_extra"].import_settings()["url"] == "https://example.org/extra.{lang}.gz"
     assert "weight" not in experiment.corpora["multi30k_train"].import_settings()

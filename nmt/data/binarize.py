@@ -6,14 +6,16 @@ A training set binarized to the prefix ``P`` is five files:
   (``uint16`` when the vocabulary fits, else ``int32``);
 - ``P.src.offsets``, ``P.trg.offsets``: ``int64``; sentence ``i`` is ``ids[offsets[i] : offsets[i + 1]]``;
 - ``P.json``: the header: format version, pair and token counts, dtypes, the sha256 of both subword
-  models, the length limit and how many pairs it dropped, the text files and the pairs kept of each
-  (``file_pairs``: the corpora that training may weight, see :func:`nmt.data.batches.weighted_epoch`).
+  models and of the token ids (what a training's identity compares, :mod:`nmt.training.identity`), the length
+  limit and how many pairs it dropped, the text files and the pairs kept of each (``file_pairs``: the corpora
+  that training may weight by name, see :func:`corpus_name` and :func:`nmt.data.batches.weighted_epoch`).
 
 Training maps them read-only (``np.memmap``): the pages belong to the page cache, which all the
 processes of a node share, so a process's own memory grows only by the sentence lengths and the
 epoch's order (a few bytes per pair), and a resumed run starts without encoding anything.
 """
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -33,7 +35,7 @@ from nmt.vocab import EOS
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: the sha256 of the token ids
 SIDES = ("src", "trg")
 CHUNK_LINES = 32768  # pairs encoded at a time: a few MB of Python lists, whatever the corpus size
 
@@ -112,6 +114,7 @@ def binarize(
     pairs = dropped = 0
     file_pairs = [0] * len(src_paths)
     tokens = dict.fromkeys(SIDES, 0)
+    digest = hashlib.sha256()  # of the ids of both sides, chunk by chunk (EOS closes every sentence)
     with atomic_paths(*paths.values()) as tmps:
         with ExitStack() as stack:
             files = {key: stack.enter_context(open(tmp, "wb")) for key, tmp in zip(paths, tmps, strict=True)}
@@ -131,13 +134,14 @@ def binarize(
                 for side in SIDES:
                     ids, lengths = _flatten(pieces[side], dtypes[side])
                     files[f"{side}.ids"].write(ids.tobytes())
+                    digest.update(ids.tobytes())
                     files[f"{side}.offsets"].write((tokens[side] + np.cumsum(lengths)).tobytes())
                     tokens[side] += len(ids)
         if pairs == 0:
             raise DataError(f"{src_paths[0]}: no sentence pairs left to train on ({dropped} longer than {max_length})")
     header = {
         "format": FORMAT, "pairs": pairs, "max_length": max_length, "dropped_by_length": dropped,
-        "file_pairs": file_pairs,
+        "file_pairs": file_pairs, "sha256": digest.hexdigest(),
     }  # fmt: skip
     for side, spm_path, text_paths in (("src", src_spm, src_paths), ("trg", trg_spm, trg_paths)):
         header[side] = {
@@ -210,8 +214,7 @@ class BinarizedData:
             ids = _map(paths[f"{side}.ids"], np.dtype(header[side]["dtype"]), header[side]["tokens"], path)
             offsets = _map(paths[f"{side}.offsets"], np.dtype(np.int64), header["pairs"] + 1, path)
             sides[side] = EncodedCorpus(ids, offsets)
-        # A header written before file_pairs existed counts one corpus (training cannot weight its corpora).
-        parts = np.array(header.get("file_pairs", [header["pairs"]]), dtype=np.int64)
+        parts = np.array(header["file_pairs"], dtype=np.int64)
         if parts.sum() != header["pairs"] or (parts < 0).any():
             raise DataError(f"{path}: file_pairs {parts.tolist()} do not add up to {header['pairs']} pairs")
         return cls(sides["src"], sides["trg"], header, prefix, parts)
@@ -252,16 +255,40 @@ class BinarizedData:
             CorpusSubset(self.src, keep), CorpusSubset(self.trg, keep), self.header, self.prefix, np.diff(bounds)
         )
 
-    def check_weights(self, weights: list[float] | None) -> None:
-        """Make sure there is one weight per corpus (:attr:`parts`), when there are weights.
+    @property
+    def corpus_names(self) -> list[str]:
+        """The name of each corpus (:func:`corpus_name` of its source file), in the order of :attr:`parts`."""
+        return [corpus_name(path) for path in self.header["src"]["files"]]
 
-        :raises DataError: naming the header, for another number of weights
+    def corpus_weights(self, weights: dict[str, float] | None) -> list[float] | None:
+        """The weight of each corpus of :attr:`parts` from weights keyed by corpus name, so that the weights meet
+        their corpora whatever order the files were binarized in.
+
+        :raises DataError: naming the header, for a corpus without a weight or a weight of no corpus
         """
-        if weights is not None and len(weights) != len(self.parts):
+        if weights is None:
+            return None
+        names = self.corpus_names
+        if len(set(names)) != len(names):
             raise DataError(
-                f"{header_path(self.prefix)}: {len(weights)} corpus weights for {len(self.parts)} corpora (pairs of "
-                "text files binarized; a set binarized before file_pairs were recorded counts one: binarize again)"
+                f"{header_path(self.prefix)}: corpora of the same name {names}; weights need distinct names"
             )
+        unknown, missing = sorted(set(weights) - set(names)), [name for name in names if name not in weights]
+        if unknown or missing:
+            raise DataError(
+                f"{header_path(self.prefix)}: corpus weights for {sorted(weights)} but the corpora binarized are "
+                f"{names}"
+                + (f" (no weight for {missing})" if missing else "")
+                + (f" (no corpus {unknown})" if unknown else "")
+            )
+        return [float(weights[name]) for name in names]
+
+
+def corpus_name(path: str | Path) -> str:
+    """A corpus's name from one of its text files: the file name without its language suffix
+    (``results/en-de/data/clean/multi30k_train.en`` -> ``multi30k_train``)."""
+    name = Path(path).name
+    return name.rsplit(".", 1)[0] if "." in name else name
 
 
 def open_training_data(prefix: str | Path, src_spm: str | Path, trg_spm: str | Path, max_length: int) -> BinarizedData:

@@ -14,6 +14,7 @@ rule binarize_corpus:
     params:
         prefix=get_data_prefix,
         max_length=ask(EXPERIMENT.train_max_length, "stage"),
+        order=get_corpus_files("train", "src"),  # Snakemake compares inputs as a set: the files' order reruns it
     log:
         "results/logs/binarize_corpus/{src}-{trg}.{stage}.log",
     threads: data_threads(4)
@@ -39,6 +40,7 @@ rule binarize_reverse_corpus:
     params:
         prefix=get_data_prefix,
         max_length=BT.reverse.training.max_length,
+        order=get_corpus_files("train", "trg"),  # Snakemake compares inputs as a set: the files' order reruns it
     log:
         "results/logs/binarize_reverse_corpus/{src}-{trg}.log",
     threads: data_threads(4)
