@@ -21,7 +21,7 @@ from nmt.config import DecodeConfig, ModelMeta, SubwordConfig, TrainConfig
 from nmt.data.subword import train_subword
 from nmt.decoding.translation import translate_lines
 from nmt.device import get_device
-from nmt.errors import ConfigError, DataError
+from nmt.errors import ConfigError
 from nmt.evaluation.metrics import score_corpus
 from nmt.model_dir import load_model
 from nmt.training.loop import best_validation, is_better, train
@@ -458,12 +458,15 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
     assert ckpt["progress"]["step"] > 0
 
 
-def test_resume_refuses_a_checkpoint_of_another_model(toy_corpus, toy_spm, tmp_path):
+def test_a_checkpoint_of_another_model_is_set_aside(toy_corpus, toy_spm, tmp_path, caplog):
+    """Another architecture in the same directory trains from scratch, with one line naming the setting that
+    differs (before, the run stopped with the same settings printed twice, not the one that differs)."""
     run_training(toy_corpus, toy_spm, tmp_path, max_steps=20, valid_every=1000)
-    pattern = r"last.pt: checkpoint of a different model .*; .*last.prev.pt: checkpoint of a different model .*"
-    with pytest.raises(DataError, match=pattern + "; delete the model directory") as excinfo:
-        run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=40)
-    assert_one_line(excinfo, tmp_path / "checkpoints/last.pt", tmp_path / "checkpoints/last.prev.pt")
+    caplog.set_level(logging.INFO, logger="nmt")
+    run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=20, valid_every=20)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "model.config.d_model 64 -> 32" in warnings[0], warnings
+    assert "resumed" not in caplog.text and (tmp_path / "checkpoints.replaced/last.pt").is_file()
 
 
 DAMAGES = {
@@ -541,3 +544,15 @@ def test_fine_tuning_refuses_other_vocabularies_and_architectures(trained_model,
             toy_corpus, toy_spm, tmp_path / "b", model={**TOY_MODEL, "d_model": 32}, init_from=str(model_dir)
         )
     assert_one_line(excinfo, "training.init_from", model_dir, "d_model 64 != 32")
+
+
+def test_accumulation_trains_on_the_batches_left_at_the_end_of_an_epoch(toy_corpus, toy_spm, tmp_path):
+    """With accum_steps batches an update, an epoch of a number of batches that is no multiple of it ends with a
+    smaller update on the batches left (before, they were dropped without a word: floor(batches / accum_steps))."""
+    one = run_training(toy_corpus, toy_spm, tmp_path / "one", max_steps=10000, max_epochs=1, valid_every=1000)
+    batches = one["steps"]
+    accum = next(a for a in (2, 3, 4, 5) if batches % a)
+    summary = run_training(
+        toy_corpus, toy_spm, tmp_path / "acc", max_steps=10000, max_epochs=1, valid_every=1000, accum_steps=accum
+    )
+    assert summary["steps"] == math.ceil(batches / accum) and summary["train_tokens"] == one["train_tokens"]

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from nmt.atomic import write_text
-from nmt.checkpoint import average_snapshots, load_checkpoint, previous_path, save_checkpoint
+from nmt.checkpoint import average_snapshots, load_checkpoint
 from nmt.config import ModelMeta, TrainConfig
 from nmt.data.batches import Batch, make_batch, token_batches, weighted_epoch
 from nmt.data.binarize import BinarizedData, binarize, open_training_data
@@ -29,8 +29,16 @@ from nmt.models.seq2seq import Seq2Seq, build_model
 from nmt.progress import format_duration
 from nmt.training.curves import Curves
 from nmt.training.distributed import World, close_world, init_world, shard
+from nmt.training.identity import set_aside_other_training, training_identity
 from nmt.training.loss import LabelSmoothedCrossEntropy
-from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, make_optimizer, spent
+from nmt.training.optimizer import (
+    anneal_on_plateau,
+    get_lr,
+    is_annealed_out,
+    make_optimizer,
+    spent,
+    warn_about_schedule,
+)
 from nmt.training.state import TrainState
 from nmt.training.validation import DevSet, dev_batch_tokens, validate
 
@@ -117,6 +125,7 @@ class Trainer:
     device: torch.device
     ckpt_dir: Path
     data: BinarizedData  # the training set, memory-mapped
+    weights: list[float] | None  # of its corpora, in their order (config.corpus_weights by name)
     dev: DevSet
     trained: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
     criterion: LabelSmoothedCrossEntropy
@@ -166,27 +175,32 @@ def _start(
             binarize(*text, src_spm, trg_spm, train_data, config.max_length, max(1, config.threads))
         world.barrier()
     data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
-    data.check_weights(config.corpus_weights)
+    weights = data.corpus_weights(config.corpus_weights)  # in the order of the binarized corpora
     dev = DevSet.load(dev_src, dev_ref, src_sp, trg_sp)
     get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
-    if config.corpus_weights is not None:
-        drawn = weighted_epoch(data.parts, config.corpus_weights, config.seed, 1)
-        log.info("corpus weights %s of the corpora of %s pairs: %d pairs per epoch", config.corpus_weights,
-                 data.parts.tolist(), len(data) if drawn is None else len(drawn))  # fmt: skip
+    if weights is not None:
+        drawn = weighted_epoch(data.parts, weights, config.seed, 1)
+        corpora = ", ".join(
+            f"{n} {p} pairs x {w:g}" for n, p, w in zip(data.corpus_names, data.parts, weights, strict=True)
+        )
+        log.info("corpus weights: %s: %d pairs per epoch", corpora, len(data) if drawn is None else len(drawn))
+    if world.is_main:
+        warn_about_schedule(config)
     if world.size > 1:
         log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
 
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
-    last = ckpt_dir / "last.pt"
-    resumes = last.exists() or previous_path(last).exists()
+    files = {"src_spm": src_spm, "trg_spm": trg_spm, "dev_src": dev_src, "dev_ref": dev_ref}
+    identity = training_identity(model.spec, config, data, files)
+    resumes = world.broadcast(set_aside_other_training(model_dir, identity) if world.is_main else None)
     if config.init_from is not None and not resumes:  # a resumed run has its own weights
         init_weights(model, config.init_from, src_spm, trg_spm, device)
     if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
         torch.manual_seed(config.seed + world.rank)
-    state = TrainState(model, make_optimizer(model, config), grad_scaler(device, config.bf16))
+    state = TrainState(model, make_optimizer(model, config), grad_scaler(device, config.bf16), identity=identity)
     if resumes:
-        state.resume(last, device, world, config.seed)
+        state.resume(ckpt_dir / "last.pt", device, world, config.seed)
     curves = None
     if world.is_main:
         curves = Curves(model_dir, state.train_log, state.history, state.progress["step"], config.tensorboard)
@@ -196,7 +210,7 @@ def _start(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
-    return Trainer(config, world, device, ckpt_dir, data, dev, trained, criterion, curves), state
+    return Trainer(config, world, device, ckpt_dir, data, weights, dev, trained, criterion, curves), state
 
 
 def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
@@ -212,18 +226,18 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     window = state.window  # since the last log line
     window["start"] = time.perf_counter()
     while not done and progress["epoch"] <= config.max_epochs:
-        sample = weighted_epoch(trainer.data.parts, config.corpus_weights, config.seed, progress["epoch"])
+        sample = weighted_epoch(trainer.data.parts, trainer.weights, config.seed, progress["epoch"])
         batches = token_batches(
             trainer.data.src.lengths, trainer.data.trg.lengths, config.batch_tokens, config.seed, progress["epoch"],
             sample,
         )  # fmt: skip
         del sample  # the batches hold their own copy of its indices
-        # One update consumes accum_steps batches; resume skips the batches already consumed.
-        while progress["batch"] + config.accum_steps <= len(batches):
+        # One update consumes accum_steps batches (the epoch's last one what is left); resume skips those consumed.
+        while progress["batch"] < len(batches):
             tick = time.perf_counter()
-            group = [batches[progress["batch"] + i] for i in range(config.accum_steps)]
+            group = batches[progress["batch"] : progress["batch"] + config.accum_steps]
             loss_sum, n_tokens, lr, applied = update(trainer, state, group)
-            progress["batch"] += config.accum_steps
+            progress["batch"] += len(group)
             progress["train_seconds"] += time.perf_counter() - tick
             if config.max_minutes and trainer.world.size > 1:  # one clock for all: the schedule and the stop
                 progress["train_seconds"] = trainer.world.sum([progress["train_seconds"]])[0] / trainer.world.size
@@ -366,7 +380,7 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     if is_better(config.valid_metric, scores[config.valid_metric], progress["best"]):
         progress["best"], progress["bad_evals"] = scores[config.valid_metric], 0
         if world.is_main:
-            save_checkpoint(trainer.ckpt_dir / "best.pt", state.weights())
+            state.save_best(trainer.ckpt_dir)
     else:
         progress["bad_evals"] += 1
     log.info(
@@ -406,8 +420,8 @@ def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
 def updates_left(progress: dict[str, Any], config: TrainConfig, epoch_batches: int) -> int:
     """Updates until ``max_steps`` or ``max_epochs``, whichever comes first (later epochs taken to be as
     long as this one, of ``epoch_batches`` batches); early stopping can end training sooner."""
-    per_epoch = epoch_batches // config.accum_steps
-    by_epochs = (epoch_batches - progress["batch"]) // config.accum_steps
+    per_epoch = math.ceil(epoch_batches / config.accum_steps)
+    by_epochs = math.ceil((epoch_batches - progress["batch"]) / config.accum_steps)
     by_epochs += (config.max_epochs - progress["epoch"]) * per_epoch
     left = min(config.max_steps - progress["step"], by_epochs)
     if config.max_minutes and progress["step"]:  # at the pace so far

@@ -1,6 +1,7 @@
 """The state of a training run that ``last.pt`` holds, so that a resumed run ends where an uninterrupted one would."""
 
 import logging
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,8 +13,11 @@ from nmt.checkpoint import TRAINING_KEYS, load_checkpoint, previous_path, save_c
 from nmt.errors import DataError
 from nmt.models.seq2seq import Seq2Seq
 from nmt.training.distributed import World
+from nmt.training.identity import changed
 
 log = logging.getLogger(__name__)
+
+BEST = "best.pt"  # the weights of the best validation so far, beside last.pt
 
 
 def new_progress() -> dict[str, Any]:
@@ -24,6 +28,7 @@ def new_progress() -> dict[str, Any]:
         "epoch": 1,
         "batch": 0,  # batches of the epoch consumed
         "best": None,  # the best valid_metric so far
+        "best_step": None,  # the step of that validation, whose weights best.pt holds
         "bad_evals": 0,  # validations since it last improved (early stopping)
         "train_seconds": 0.0,
         "tokens": 0,  # target tokens trained on
@@ -53,6 +58,7 @@ class TrainState:
     train_log: list[dict[str, Any]] = field(default_factory=list)  # training loss every log_every updates
     window: dict[str, float] = field(default_factory=lambda: {"loss": 0.0, "tokens": 0})  # since the last log line
     saved_step: int = -1  # of the checkpoint last written or read: the one a new step's save keeps as previous
+    identity: dict[str, Any] = field(default_factory=dict)  # what decides the weights (nmt.training.identity)
 
     def weights(self) -> dict[str, Any]:
         """What a model file holds (``best.pt``, ``model.pt``): the spec and the weights."""
@@ -78,10 +84,20 @@ class TrainState:
                     "rng": rng,
                     "window": window,
                     "spec": self.model.spec,
+                    "identity": self.identity,
                 },
                 keep_previous=self.saved_step != self.progress["step"],
             )
+            previous_path(path.with_name(BEST)).unlink(missing_ok=True)  # best.pt is the best up to this state
         self.saved_step = self.progress["step"]
+
+    def save_best(self, ckpt_dir: Path) -> None:
+        """Write this step's weights to ``best.pt`` (rank 0). The best.pt that ``last.pt`` counts on is kept as
+        ``best.prev.pt`` until the next ``last.pt``: a crash in between resumes a state whose best that is."""
+        progress = self.progress
+        kept = progress["best_step"] is not None and progress["best_step"] <= self.saved_step
+        save_checkpoint(ckpt_dir / BEST, {**self.weights(), "step": progress["step"]}, keep_previous=kept)
+        progress["best_step"] = progress["step"]
 
     def resume(self, last: Path, device: torch.device, world: World, seed: int) -> None:
         """Continue from ``last`` or, if it is damaged or of another model, from the checkpoint it replaced.
@@ -100,8 +116,26 @@ class TrainState:
                 continue
             if errors:
                 log.warning("%s; resuming from the checkpoint before it, %s", errors[0], path.name)
+            if world.is_main:
+                self.restore_best(last.parent)
             return
         raise DataError(f"{'; '.join(errors)}; delete the model directory {last.parent.parent} to train from scratch")
+
+    def restore_best(self, ckpt_dir: Path) -> None:
+        """Make ``best.pt`` the best of the resumed state: a run that went further before it stopped may have
+        written a better one since, of updates that are now redone (with another number of processes, not
+        identically)."""
+        best, step = ckpt_dir / BEST, self.progress["best_step"]
+        for path in (best, previous_path(best)):
+            if step is not None and path.exists() and _step_of(path) == step:
+                os.replace(path, best)
+                break
+        else:
+            if step is not None:
+                log.warning("%s: no best checkpoint of step %d; the next better validation writes one", best, step)
+                self.progress["best"] = None
+            best.unlink(missing_ok=True)
+        previous_path(best).unlink(missing_ok=True)
 
     def restore(self, path: Path, device: torch.device, world: World, seed: int) -> None:
         """Continue from the checkpoint at ``path``, this process's random state included.
@@ -113,9 +147,8 @@ class TrainState:
         """
         ckpt = load_checkpoint(path, map_location=device, keys=TRAINING_KEYS)
         if ckpt["spec"] != self.model.spec:
-            raise DataError(
-                f"{path}: checkpoint of a different model ({ckpt['spec']['arch']}, {ckpt['spec']['config']})"
-            )
+            differ = ", ".join(f"{key} {a} -> {b}" for key, a, b in changed(ckpt["spec"], self.model.spec))
+            raise DataError(f"{path}: checkpoint of another model ({differ})")
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         if ckpt.get("scaler"):  # a float16 run's (older checkpoints have none); a disabled scaler ignores it
@@ -141,6 +174,14 @@ class TrainState:
         """Keep the weights of this step for averaging (:func:`nmt.checkpoint.save_snapshot`)."""
         step = self.progress["step"]
         save_snapshot(ckpt_dir, step, {**self.weights(), "step": step}, keep, every)
+
+
+def _step_of(path: Path) -> int | None:
+    """The step of the weights in a best.pt, None if it is unreadable."""
+    try:
+        return load_checkpoint(path).get("step")
+    except DataError:
+        return None
 
 
 def _own_loss(losses: list[float], world: World) -> float:

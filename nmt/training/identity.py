@@ -1,0 +1,132 @@
+"""A training's identity: what decides the weights it reaches, recorded in its checkpoints, so that a run resumes
+only the training that its settings and files describe and otherwise starts anew (docs/cli.md, "Resuming and
+rerunning")."""
+
+import dataclasses
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from nmt.atomic import hash_file
+from nmt.checkpoint import load_checkpoint, previous_path
+from nmt.config import TrainConfig
+from nmt.data.binarize import BinarizedData
+from nmt.errors import DataError
+from nmt.model_dir import MODEL_FILE
+
+log = logging.getLogger(__name__)
+
+# Settings that leave the weights as they are: resources and the cadence of logs (checkpoint_every too, unless
+# average_last averages the checkpoints it keeps).
+RESOURCES = ("threads", "device", "log_every", "tensorboard")
+# Schedules whose rate does not depend on the budget: a run of them to a larger max_steps continues one to a smaller.
+BUDGET_FREE = ("inverse_sqrt", "anneal_on_plateau")
+REPLACED = "checkpoints.replaced"  # where the checkpoints of another training are set aside
+
+
+def training_identity(
+    spec: dict[str, Any], config: TrainConfig, data: BinarizedData, files: dict[str, str | Path]
+) -> dict[str, Any]:
+    """What a checkpoint must share with this run to be resumed: the model, the settings that change the result,
+    the binarized data (the sha256 of its token ids), the subword models, the dev set and the weights fine-tuned.
+
+    :param files: the subword models and dev files by role (``src_spm``, ``trg_spm``, ``dev_src``, ``dev_ref``)
+    """
+    training = dataclasses.asdict(config)
+    for key in RESOURCES if config.average_last else (*RESOURCES, "checkpoint_every"):
+        del training[key]
+    init_from = training.pop("init_from")
+    return {
+        "model": spec,
+        "training": training,
+        "data": {
+            "sha256": data.header["sha256"],
+            "corpora": dict(zip(data.corpus_names, data.parts.tolist(), strict=True)),
+        },
+        "files": {role: hash_file(path) for role, path in sorted(files.items())},
+        "init_from": hash_file(Path(init_from) / MODEL_FILE) if init_from else None,
+    }
+
+
+def differences(saved: dict[str, Any] | None, identity: dict[str, Any], progress: dict[str, Any]) -> list[str]:
+    """What differs between a checkpoint's identity (``saved``, at ``progress``) and this run's, one item a key.
+
+    A larger or smaller ``max_steps`` is no difference where the run continues exactly: a schedule that does not
+    depend on the budget (:data:`BUDGET_FREE`), without ``max_minutes``, from a checkpoint before the new end and
+    either before the old end or at a regular validation (the old end's extra validation would choose the best
+    checkpoint and, on a plateau, the rate differently).
+    """
+    if saved is None:
+        return ["the checkpoint records no identity"]
+    found = [f"{key} {old} -> {new}" for key, old, new in changed(saved, identity)]
+    old, new, step = saved["training"], identity["training"], progress["step"]
+    extends = (
+        new["lr_schedule"] in BUDGET_FREE
+        and new["max_minutes"] is None
+        and step <= new["max_steps"]
+        and (step < old["max_steps"] or step % new["valid_every"] == 0)
+    )
+    if extends:
+        found = [item for item in found if not item.startswith("training.max_steps ")]
+    return found
+
+
+def changed(old: Any, new: Any, key: str = "") -> list[tuple[str, str, str]]:
+    """The keys (dotted) whose values differ between two nested dicts, with the values shown short."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [
+            change
+            for name in sorted(set(old) | set(new), key=str)
+            for change in changed(old.get(name), new.get(name), f"{key}.{name}" if key else str(name))
+        ]
+    if old == new:
+        return []
+    return [(key, _short(old), _short(new))]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text[:12] + "..." if isinstance(value, str) and len(value) == 64 else text  # a sha256
+
+
+def set_aside_other_training(model_dir: Path, identity: dict[str, Any]) -> bool:
+    """Move ``model_dir/checkpoints`` to ``model_dir/checkpoints.replaced`` when its ``last.pt`` (or, damaged, the one
+    before it) is of another training than ``identity``, logging what differs; remove TensorBoard events of a run
+    that starts anew.
+
+    :return: whether there is a checkpoint of this training to resume
+    """
+    ckpt_dir = model_dir / "checkpoints"
+    last = ckpt_dir / "last.pt"
+    found = _saved_identity(last)
+    if found is not None:
+        saved, progress = found
+        differ = differences(saved, identity, progress)
+        if not differ:
+            return True
+        replaced = model_dir / REPLACED
+        shutil.rmtree(replaced, ignore_errors=True)
+        ckpt_dir.rename(replaced)
+        ckpt_dir.mkdir()
+        what = "; ".join(differ)
+        log.warning(
+            "%s is of another training (%s): training from scratch; checkpoints moved to %s", last, what, replaced
+        )
+    elif last.exists() or previous_path(last).exists():
+        return True  # unreadable: resuming says what is wrong with each file
+    shutil.rmtree(model_dir / "tensorboard", ignore_errors=True)  # events of another run
+    return False
+
+
+def _saved_identity(last: Path) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
+    """The identity and progress of ``last`` or, if it is unreadable, of the checkpoint before it; None if neither
+    can be read."""
+    for path in (last, previous_path(last)):
+        if path.exists():
+            try:
+                ckpt = load_checkpoint(path, keys=("progress",))
+            except DataError:
+                continue
+            return ckpt.get("identity"), ckpt["progress"]
+    return None
