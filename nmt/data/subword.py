@@ -3,7 +3,6 @@
 import io
 import logging
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import sentencepiece as spm
@@ -19,10 +18,6 @@ log = logging.getLogger(__name__)
 # so the scores, and with them the order of the pieces, depend on the number of threads: it trains with this fixed
 # number (sentencepiece's default), whatever threads the job has. BPE's threads change only its speed.
 UNIGRAM_THREADS = 16
-# What a model records of where and how it was learned rather than what it is (sentencepiece_model.proto): the
-# TrainerSpec (field 2 of ModelProto) fields input (1, the paths of the training files) and num_threads (16).
-TRAINER_SPEC = 2
-MACHINE_FIELDS = (1, 16)
 
 
 def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int) -> None:
@@ -58,62 +53,17 @@ def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threa
 
 
 def strip_machine_fields(model: bytes) -> bytes:
-    """A serialized sentencepiece ModelProto without the TrainerSpec fields of :data:`MACHINE_FIELDS`.
-
-    It edits the protobuf wire format directly, since sentencepiece needs the protobuf package only for its optional
-    ``sentencepiece_model_pb2``; the other fields keep their bytes and order.
+    """A serialized sentencepiece model without what records the machine that learned it: the paths of the
+    training files (``trainer_spec.input``) and the thread count (``trainer_spec.num_threads``).
 
     :param model: the bytes of a ``.model`` file
-    :return: the same model without the input paths and thread count
     """
-    out = bytearray()
-    for number, field, payload in _wire_fields(model):
-        if number == TRAINER_SPEC:
-            spec = b"".join(f for n, f, _ in _wire_fields(payload) if n not in MACHINE_FIELDS)
-            out += _varint_bytes(TRAINER_SPEC << 3 | 2) + _varint_bytes(len(spec)) + spec
-        else:
-            out += field
-    return bytes(out)
+    from sentencepiece import sentencepiece_model_pb2  # protobuf: only where models are learned, not loaded
 
-
-def _wire_fields(message: bytes) -> Iterator[tuple[int, bytes, bytes]]:
-    """The fields of a protobuf message in order: (field number, the field's bytes, its length-delimited payload)."""
-    pos = 0
-    while pos < len(message):
-        start = payload = pos
-        key, pos = _read_varint(message, pos)
-        wire_type = key & 7
-        if wire_type == 0:
-            _, pos = _read_varint(message, pos)
-        elif wire_type == 1:
-            pos += 8
-        elif wire_type == 5:
-            pos += 4
-        elif wire_type == 2:
-            length, payload = _read_varint(message, pos)
-            pos = payload + length
-        else:
-            raise DataError(f"sentencepiece model: unexpected protobuf wire type {wire_type}")
-        yield key >> 3, message[start:pos], message[payload:pos]
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """The protobuf varint at ``pos`` and the position after it."""
-    value = shift = 0
-    while True:
-        byte = data[pos]
-        value |= (byte & 0x7F) << shift
-        shift, pos = shift + 7, pos + 1
-        if byte < 0x80:
-            return value, pos
-
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    return bytes([*out, value])
+    proto = sentencepiece_model_pb2.ModelProto.FromString(model)
+    proto.trainer_spec.ClearField("input")
+    proto.trainer_spec.ClearField("num_threads")
+    return proto.SerializeToString(deterministic=True)
 
 
 def train_subword(
