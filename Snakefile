@@ -19,7 +19,7 @@
 #     train.{src,trg}.{ids,offsets}                    memory-mapped token ids and int64 sentence offsets
 #   {src}-{trg}/data/bin/reverse/train.*               the same, reversed, for the back-translation model
 #   {src}-{trg}/{model}/{stage}/seed{N}/model/          model.pt, summary.json, train.tsv, valid.tsv, checkpoints/
-#   {src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}   detokenized system output
+#   {src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}   detokenized system output (+ .json: device, precision)
 #   {src}-{trg}/{model}/{stage}/{run}/scores/{test}.json   BLEU/chrF/TER with sacrebleu signatures
 #   {src}-{trg}/{model}/distilled/seed{N}/ctranslate2/{quantization}/model/   a student's CTranslate2 export
 #   {src}-{trg}/{model}/distilled/seed{N}/ctranslate2/{quantization}/translations/{test}.{trg}   its output
