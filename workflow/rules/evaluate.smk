@@ -33,7 +33,7 @@ rule translate_test:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate_test.py"
+        "../scripts/translate.py"
 
 
 # Score one translation with sacrebleu (BLEU, chrF, TER) and attach the training facts.

@@ -1,6 +1,7 @@
 """Rules translate_test, backtranslate_part, distill_part and translate_export: translate one file with a model, an
-ensemble of models, or a CTranslate2 export. An export's process never imports torch (nmt.decoding.translation
-imports it for the torch runtime only), so that the job's time is a deployment's."""
+ensemble of models, or a CTranslate2 export (translate_test also records the device and precision that decoded it).
+An export's process never imports torch (nmt.decoding.translation imports it for the torch runtime only), so that
+the job's time is a deployment's."""
 
 from pathlib import Path
 
@@ -16,5 +17,8 @@ with entry_point(snakemake.log[0]):
         snakemake.input.src,
         snakemake.output.hyp,
         from_dict(DecodeConfig, snakemake.params.decoding, "decoding"),
+        device=snakemake.params.get("device", "auto"),
+        bf16=snakemake.params.get("bf16", "auto"),
         threads=snakemake.threads,
+        record_path=snakemake.output.get("decoding"),
     )
