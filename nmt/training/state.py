@@ -118,6 +118,8 @@ class TrainState:
                 log.warning("%s; resuming from the checkpoint before it, %s", errors[0], path.name)
             if world.is_main:
                 self.restore_best(last.parent)
+            progress = self.progress  # as rank 0 left it, on every process
+            progress["best"], progress["best_step"] = world.broadcast((progress["best"], progress["best_step"]))
             return
         raise DataError(f"{'; '.join(errors)}; delete the model directory {last.parent.parent} to train from scratch")
 
@@ -133,7 +135,7 @@ class TrainState:
         else:
             if step is not None:
                 log.warning("%s: no best checkpoint of step %d; the next better validation writes one", best, step)
-                self.progress["best"] = None
+                self.progress["best"] = self.progress["best_step"] = None
             best.unlink(missing_ok=True)
         previous_path(best).unlink(missing_ok=True)
 
