@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import MIRROR
 
-from nmt.data.download import download, mirror_path, part_path
+from nmt.data.download import download, mirror_path, part_path, validator_path
 from nmt.errors import DownloadError
 
 needs_mirror = pytest.mark.skipif(not MIRROR.is_dir(), reason=f"data mirror not found at {MIRROR}")
@@ -63,6 +63,18 @@ class CorpusHandler(BaseHTTPRequestHandler):
             self.wfile.write(BODY[: len(BODY) // 2])
             self.wfile.flush()
             self.close_connection = True
+        elif self.path == "/etag.gz":
+            # A file that changed from BODY (ETag "v1") to OTHER ("v2"); a range of a stale version is refused by
+            # sending the whole file, as If-Range asks (RFC 9110, 13.1.5).
+            ranged = self.headers.get("Range") and self.headers.get("If-Range") in (None, '"v2"')
+            start = int(self.headers["Range"].removeprefix("bytes=").removesuffix("-")) if ranged else 0
+            self.send_response(206 if ranged else 200)
+            self.send_header("ETag", '"v2"')
+            if ranged:
+                self.send_header("Content-Range", f"bytes {start}-{len(OTHER) - 1}/{len(OTHER)}")
+            self.send_header("Content-Length", str(len(OTHER) - start))
+            self.end_headers()
+            self.wfile.write(OTHER[start:])
         elif self.path in ("/data.gz", "/flaky.gz", "/drop.gz", "/norange.gz", "/other.gz"):
             body = OTHER if self.path == "/other.gz" else BODY
             ranged = self.headers.get("Range") and self.path != "/norange.gz"
@@ -287,7 +299,7 @@ def test_resume_after_dropped_connection(tmp_path: Path, server: ThreadingHTTPSe
 def test_restart_when_part_is_too_long(tmp_path: Path, server: ThreadingHTTPServer) -> None:
     dest = tmp_path / "data.gz"
     part_path(dest, f"{server.url}/data.gz").write_bytes(BODY + b"junk")
-    download(f"{server.url}/data.gz", dest, backoff=0.01)
+    download(f"{server.url}/data.gz", dest, backoff=0.01, sha256=hashlib.sha256(BODY).hexdigest())
     assert dest.read_bytes() == BODY
     assert server.hits["/data.gz"] == 2
 
@@ -303,3 +315,30 @@ def test_part_of_another_url_is_not_resumed(tmp_path: Path, server: ThreadingHTT
     assert dest.read_bytes() == OTHER
     assert "Range" not in server.requests[-1][1]
     assert not list(tmp_path.glob("data.gz*.part"))  # the other URL's part is gone once dest is complete
+
+
+def test_a_part_of_a_file_that_changed_on_the_server_is_not_resumed(
+    tmp_path: Path, server: ThreadingHTTPServer
+) -> None:
+    """The validator of a partial download goes with the resume as If-Range: the server sends the new version
+    whole (before, its tail was appended to the old version's head)."""
+    dest, url = tmp_path / "data.gz", f"{server.url}/etag.gz"
+    part = part_path(dest, url)
+    part.write_bytes(BODY[:1000])
+    validator_path(part).write_text(json.dumps({"if_range": '"v1"'}))
+    download(url, dest)
+    assert dest.read_bytes() == OTHER and server.requests[0][1]["If-Range"] == '"v1"'
+    assert not list(tmp_path.glob("data.gz*.part*"))
+    # Broken off once more, the part of the new version resumes under its own validator.
+    part.write_bytes(OTHER[:1000])
+    validator_path(part).write_text(json.dumps({"if_range": '"v2"'}))
+    download(url, dest)
+    assert dest.read_bytes() == OTHER and server.requests[-1][1]["Range"] == "bytes=1000-"
+
+
+def test_a_part_without_validator_or_sha256_starts_over(tmp_path: Path, server: ThreadingHTTPServer) -> None:
+    """Nothing can tell whether such a part is of the file the server has now: it is downloaded again whole."""
+    dest = tmp_path / "data.gz"
+    part_path(dest, f"{server.url}/data.gz").write_bytes(OTHER[:1000])
+    download(f"{server.url}/data.gz", dest)
+    assert dest.read_bytes() == BODY and "Range" not in server.requests[0][1]

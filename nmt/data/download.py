@@ -85,7 +85,7 @@ def download(
     scheme = urllib.parse.urlsplit(url).scheme
     if scheme in ("http", "https") and mirror is None:
         source = url
-        _fetch_http(url, part, retries, backoff, timeout)
+        _fetch_http(url, part, retries, backoff, timeout, checked=sha256 is not None)
     else:
         source_path = _get_local_source(url, mirror)
         source = str(source_path)
@@ -101,6 +101,7 @@ def download(
         part.unlink()
         raise DownloadError(f"{url}: sha256 mismatch, expected {sha256.strip().lower()} but got {actual}")
     os.replace(part, dest)
+    validator_path(part).unlink(missing_ok=True)
     _remove_stale_parts(dest)
     manifest = {
         "url": url,
@@ -123,9 +124,15 @@ def part_path(dest: str | Path, url: str) -> Path:
     return dest.with_name(f"{dest.name}.{hashlib.sha256(url.encode()).hexdigest()[:12]}.part")
 
 
+def validator_path(part: Path) -> Path:
+    """Where the server's validator of a partial download is kept (``<part>.json``: its ETag or Last-Modified), which
+    a resume sends as ``If-Range`` so that the server sends the whole file again if it changed since."""
+    return part.with_name(part.name + ".json")
+
+
 def _remove_stale_parts(dest: Path) -> None:
-    """Delete the ``.part`` files of ``dest`` left by other URLs (and the unkeyed ``<dest>.part`` of old runs)."""
-    stale = re.compile(re.escape(dest.name) + r"(\.[0-9a-f]{12})?\.part")
+    """Delete the ``.part`` files (and their validators) of ``dest`` left by other URLs."""
+    stale = re.compile(re.escape(dest.name) + r"\.[0-9a-f]{12}\.part(\.json)?")
     for path in dest.parent.iterdir():
         if stale.fullmatch(path.name):
             log.info("removing %s, the partial download of another URL", path)
@@ -162,23 +169,36 @@ def _get_local_source(url: str, mirror: str | Path | None) -> Path:
     return path
 
 
-def _fetch_http(url: str, part: Path, retries: int, backoff: float, timeout: float) -> None:
-    """Download ``url`` into ``part``, appending to an existing ``part`` when the server honours Range."""
+def _fetch_http(url: str, part: Path, retries: int, backoff: float, timeout: float, checked: bool) -> None:
+    """Download ``url`` into ``part``, appending to an existing ``part`` when the server honours Range.
+
+    A part is resumed only if it can be checked to be of the file the server has now: with the validator the
+    server gave when it was started (``If-Range``: a changed file comes whole), or when the caller checks the sha256
+    of the result (``checked``); otherwise it is downloaded again from the start.
+    """
     reason = "no attempt made"
     for attempt in range(retries + 1):
+        validator = _read_validator(part)
+        if part.exists() and validator is None and not checked:
+            log.info("%s: the partial download has no validator and no sha256 to check it: starting over", url)
+            part.unlink()
         offset = part.stat().st_size if part.exists() else 0
         request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
         if offset:
             request.add_header("Range", f"bytes={offset}-")
+            if validator:
+                request.add_header("If-Range", validator)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 resume = offset > 0 and response.status == 206
+                if not resume:
+                    _write_validator(part, response.headers)
                 if resume and not response.headers.get("Content-Range", "").startswith(f"bytes {offset}-"):
                     # A 206 for some other range cannot be appended; drop the part and retry from zero.
                     part.unlink()
                     raise http.client.HTTPException(f"unexpected Content-Range for offset {offset}")
                 if offset and not resume:
-                    log.info("%s: server ignored the Range request, restarting", url)
+                    log.info("%s: the server sent the whole file (changed since, or no ranges), restarting", url)
                 elif resume:
                     log.info("%s: resuming at byte %d", url, offset)
                 with (
@@ -197,6 +217,7 @@ def _fetch_http(url: str, part: Path, retries: int, backoff: float, timeout: flo
             if e.code == 416:
                 # The part is already as long as (or longer than) the file: it is stale, start over.
                 part.unlink(missing_ok=True)
+                validator_path(part).unlink(missing_ok=True)
             elif 400 <= e.code < 500 and e.code not in RETRY_CLIENT_STATUS:
                 raise DownloadError(f"HTTP {e.code} {e.reason}: {url}") from None
             reason = f"HTTP {e.code} {e.reason}"
@@ -210,3 +231,20 @@ def _fetch_http(url: str, part: Path, retries: int, backoff: float, timeout: flo
             time.sleep(delay)
     reason = " ".join(reason.split())
     raise DownloadError(f"{url}: failed after {retries + 1} attempts, last error: {reason}")
+
+
+def _write_validator(part: Path, headers) -> None:
+    """Keep the response's strong ETag, else its Last-Modified (what ``If-Range`` takes), beside the part."""
+    etag = headers.get("ETag")
+    validator = etag if etag and not etag.startswith("W/") else headers.get("Last-Modified")
+    if validator:
+        write_text(validator_path(part), json.dumps({"if_range": validator}))
+    else:
+        validator_path(part).unlink(missing_ok=True)
+
+
+def _read_validator(part: Path) -> str | None:
+    try:
+        return json.loads(validator_path(part).read_text(encoding="utf-8"))["if_range"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
