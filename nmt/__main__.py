@@ -97,7 +97,6 @@ TRAIN_FILES = ("dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
 def train(args: argparse.Namespace) -> None:
     from nmt.allocator import keep_freed_memory
     from nmt.config import ModelMeta, TrainConfig
-    from nmt.errors import ConfigError
     from nmt.training.loop import train as train_model
 
     config = from_dict(TrainConfig, args.training, "--training")

@@ -1,4 +1,4 @@
-# Binarize stage: each training set is encoded once into memory-mapped token ids (nmt/binarize.py) that
+# Binarize stage: each training set is encoded once into memory-mapped token ids (nmt/data/binarize.py) that
 # every training process of every model and seed on it maps read-only.
 
 
