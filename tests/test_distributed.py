@@ -239,9 +239,10 @@ def test_rank_0_validates_on_batches_of_one_process_share(toy_corpus, toy_spm, t
 def test_resume_with_two_processes_continues_a_one_process_run(toy_corpus, toy_spm, tmp_path):
     """The position in the data is global, so a run may resume with another number of processes."""
     model_dir = tmp_path / "m"
-    run_training(toy_corpus, toy_spm, model_dir, model=NO_DROPOUT, max_steps=4, valid_every=1000, threads=2)
+    # It ends at a regular validation: a longer run of the same training continues it (docs/cli.md).
+    run_training(toy_corpus, toy_spm, model_dir, model=NO_DROPOUT, max_steps=4, valid_every=4, threads=2)
     launch_training(
-        2, NO_DROPOUT, tiny_train_config(max_steps=8, valid_every=1000), files(toy_corpus, toy_spm, model_dir),
+        2, NO_DROPOUT, tiny_train_config(max_steps=8, valid_every=4), files(toy_corpus, toy_spm, model_dir),
         tmp_path / "log",
     )  # fmt: skip
     assert load_checkpoint(model_dir / "checkpoints/last.pt")["progress"]["step"] == 8
