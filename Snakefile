@@ -81,12 +81,6 @@ rule all:
     input:
         "results/tables/scores.csv",
         "results/tables/table.md",
-        expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs),
-        expand(
-            "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
-            pair=EXPERIMENT.pairs,
-            system=EXPERIMENT.systems,
-            seed=EXPERIMENT.seeds,
-        ),
+        get_system_plots(),
         get_report_pages(),
         ["results/tables/distillation.md"] if KD else [],

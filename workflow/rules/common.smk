@@ -11,7 +11,7 @@ from jsonschema.exceptions import best_match
 from snakemake.utils import update_config, validate
 
 from nmt.atomic import remove_stale_temp_files
-from nmt.data.download import MIRROR_ENV
+from nmt.data.download import MIRROR_ENV, local_file
 from nmt.errors import ConfigError
 from nmt.experiment import BASELINE, DISTILLED, Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
 
@@ -285,9 +285,6 @@ def get_system(wildcards, input):
     return EXPERIMENT.system_row(f"{wildcards.src}-{wildcards.trg}", wildcards.test, run, input.hyp, input.ref)
 
 
-# distillation timing
-
-
 def get_distill_generation(wildcards):
     """The teacher's search for one part of the training source (``part``: its name, a number such as ``0003``):
     sampling draws with the generation's seed plus the part's number, so that the parts do not repeat one another's
@@ -308,9 +305,6 @@ def get_timing_threads(wildcards):
     when its threads are free, and every job holds at least one). Without --cores (a cluster run with --jobs) it
     asks for the decoding jobs' threads, and a node of its own is the cluster profile's to give."""
     return workflow.resource_settings.cores or data_threads(8)
-
-
-# evaluation provenance
 
 
 def run_label(run):
@@ -352,18 +346,13 @@ def get_decoding_records():
 
 
 def get_system_plots():
-    """The figures of the configured systems, which the run asks for: the tables' step removes any other."""
+    """The learning curves of the configured systems (the run's targets); the tables' step removes any other."""
     return expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs) + expand(
         "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
         pair=EXPERIMENT.pairs,
         system=EXPERIMENT.systems,
         seed=EXPERIMENT.seeds,
     )
-
-
-# local corpus inputs
-
-from nmt.data.download import local_file
 
 
 def get_local_file(wildcards):
