@@ -260,6 +260,7 @@ def test_tables_and_figures_of_systems_no_longer_configured_are_removed(tmp_path
         "results/plots/en-de.rnn.bt_beam.seed1.png",  # a back-translation variant removed
     ]
     distillation = [f"results/tables/distillation.{ext}" for ext in ("md", "csv")] + ["results/plots/distillation.png"]
+    distillation.append("results/tables/distillation_timing.json")
     others = ["results/plots/notes.png", "results/tables/table.md", "results/tables/scores.csv"]  # not a system's
     for path in current + gone + distillation + others:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -37,8 +37,13 @@ METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER"}
 # Figures named after a pair and its systems: a seed's learning curves ({pair}.{model}.{stage}.seed{N}.png) and the
 # comparison of a pair's systems ({pair}.comparison.png).
 SYSTEM_PLOT = re.compile(r"[a-z]{2,3}-[a-z]{2,3}\.(comparison|\w+\.\w+\.seed\d+)\.png")
-# The distillation table and its figure, under results/.
-DISTILLATION_RESULTS = ["tables/distillation.md", "tables/distillation.csv", "plots/distillation.png"]
+# The distillation table, its timing and its figure, under results/.
+DISTILLATION_RESULTS = [
+    "tables/distillation.md",
+    "tables/distillation.csv",
+    "tables/distillation_timing.json",
+    "plots/distillation.png",
+]
 
 
 def collect_scores(score_files: list[str | Path], decoding_files: list[str | Path] = ()) -> pd.DataFrame:
