@@ -11,8 +11,8 @@ from nmt.errors import ConfigError
 from nmt.model_config import CONVS2S_SIZES as PRESETS
 from nmt.model_config import ConvS2SConfig
 from nmt.models.convs2s import per_layer
+from nmt.models.decoding_state import reorder_state
 from nmt.models.seq2seq import build_model, model_from_spec
-from nmt.models.state import reorder_state
 from nmt.vocab import BOS, EOS, PAD
 
 V = 40

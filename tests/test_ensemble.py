@@ -19,7 +19,7 @@ from nmt.device import get_device
 from nmt.errors import DataError
 from nmt.evaluation.metrics import score_corpus
 from nmt.model_dir import TRG_SPM
-from nmt.models.state import reorder_state
+from nmt.models.decoding_state import reorder_state
 from nmt.vocab import BOS, EOS, PAD
 
 V = 40

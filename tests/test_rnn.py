@@ -7,9 +7,9 @@ import torch
 from conftest import stepwise_logits, tiny_model
 
 from nmt.errors import ConfigError
+from nmt.models.decoding_state import reorder_state
 from nmt.models.rnn import BahdanauAttention, LuongAttention
 from nmt.models.seq2seq import resolve_model_options
-from nmt.models.state import reorder_state
 from nmt.vocab import BOS, EOS, PAD
 
 V = 30

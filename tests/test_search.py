@@ -15,7 +15,7 @@ from nmt.decoding.search import (
     max_output_lengths,
     sample_search,
 )
-from nmt.models.state import PerSentence
+from nmt.models.decoding_state import PerSentence
 from nmt.vocab import BOS, EOS, PAD, UNK
 
 V = 40

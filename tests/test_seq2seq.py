@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
 
-from nmt.models.state import reorder_state
+from nmt.models.decoding_state import reorder_state
 from nmt.training.loss import LabelSmoothedCrossEntropy
 from nmt.vocab import BOS, EOS, PAD
 

@@ -44,7 +44,7 @@ class Ensemble(nn.Module):
     def init_state(self, src: torch.Tensor) -> list[Any]:
         """Encode ``src`` (B, S) with every member; the state is the list of the members' states.
 
-        A list of batch-first states is itself one, so :func:`nmt.models.state.reorder_state` reorders it.
+        A list of batch-first states is itself one, so :func:`nmt.models.decoding_state.reorder_state` reorders it.
         """
         return [member.init_state(src) for member in self.members]
 

@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 import torch
 import torch.nn.functional as F
 
+from nmt.models.decoding_state import map_tensors, reorder_state
 from nmt.models.seq2seq import DecodingModel
-from nmt.models.state import map_tensors, reorder_state
 from nmt.vocab import BOS, EOS, PAD, UNK
 
 # Tokens that no search generates; sampling does not draw UNK either.
@@ -288,7 +288,7 @@ def _select_rows(
     state: Any, rows: torch.Tensor, sentences: torch.Tensor, fixed: dict[int, torch.Tensor]
 ) -> tuple[Any, dict[int, torch.Tensor]]:
     """``state`` with the hypotheses ``rows`` of the sentences still searched, ``sentences`` (their
-    :class:`~nmt.models.state.PerSentence` rows), and the tensors of the result that come from ``fixed``'s."""
+    :class:`~nmt.models.decoding_state.PerSentence` rows), and the tensors of the result that come from ``fixed``'s."""
     selected: dict[int, torch.Tensor] = {}
 
     def select(index: torch.Tensor):

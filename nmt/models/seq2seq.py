@@ -10,10 +10,10 @@ Every architecture provides an encoder and a decoder with this contract:
 
 A state is a dict whose tensors (also inside lists and tuples) all have the batch (or beam)
 as their first dimension, so that search can select and reorder hypotheses without knowing the
-architecture (:mod:`nmt.models.state`). Non-tensor values (step counters) are shared. Tensors wrapped
-in :class:`~nmt.models.state.PerSentence` have one row per sentence even when the others have one per
+architecture (:mod:`nmt.models.decoding_state`). Non-tensor values (step counters) are shared. Tensors wrapped
+in :class:`~nmt.models.decoding_state.PerSentence` have one row per sentence even when the others have one per
 hypothesis: beam search keeps them once for a sentence's K hypotheses, whose rows are consecutive. Tensors
-wrapped in :class:`~nmt.models.state.Unmoved` are left as they are: the decoder reads their rows through an
+wrapped in :class:`~nmt.models.decoding_state.Unmoved` are left as they are: the decoder reads their rows through an
 index tensor of the state.
 
 Legend: B batch, S source length, T target length, V vocabulary.
@@ -55,7 +55,7 @@ class DecodingModel(Protocol):
         The logits are a tensor of their own (no view of one the model keeps), which search changes in place.
         The state's tensors are never changed in place: a tensor that ``step`` returns as it got it
         is one of the initial state's (e.g. the encoder output), which beam search copies less often. What
-        ``state`` holds in :class:`~nmt.models.state.Unmoved` belongs to the step, which may release it: each
+        ``state`` holds in :class:`~nmt.models.decoding_state.Unmoved` belongs to the step, which may release it: each
         state is stepped from once.
         """
         ...

@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmt.model_config import TransformerConfig
+from nmt.models.decoding_state import PerSentence, Unmoved
 from nmt.models.dropout import Dropout, dropout
-from nmt.models.state import PerSentence, Unmoved
 from nmt.vocab import PAD
 
 
@@ -110,7 +110,8 @@ class MultiHeadAttention(nn.Module):
         else:
             q, (k, v) = self._heads(self.q(x)), kv
             new_cache = None
-        n = k.size(0)  # B, or B / K in beam search: keys and values per sentence (nmt.models.state.PerSentence)
+        # B, or B / K in beam search: keys and values per sentence (nmt.models.decoding_state.PerSentence)
+        n = k.size(0)
         if n != B:  # the K queries of a sentence's hypotheses as one query block: (n, H, K*L, D/H)
             q = q.reshape(n, B // n, self.n_heads, L, D // self.n_heads).transpose(1, 2).flatten(2, 3)
         # With a cache the single new query may see every cached key, so no causal mask is needed.
@@ -125,7 +126,7 @@ def extend(cache: torch.Tensor, rows: torch.Tensor | None, new: torch.Tensor) ->
     """``cache``'s ``rows`` followed by ``new`` along the length: (B', H, t, D/H), (B, H, L, D/H) -> (B, H, t+L, D/H).
 
     One copy, the selected rows straight into the result, where ``torch.cat`` after search's reordering makes two
-    (see :class:`nmt.models.state.Unmoved`). The result's dtype is ``torch.cat``'s: under autocast ``new`` is
+    (see :class:`nmt.models.decoding_state.Unmoved`). The result's dtype is ``torch.cat``'s: under autocast ``new`` is
     bfloat16 or float16 and the first, empty cache float32 (the encoder's), so the caches stay float32.
     """
     if rows is not None and torch.is_grad_enabled() and (cache.requires_grad or new.requires_grad):
@@ -265,8 +266,8 @@ class TransformerDecoder(nn.Module):
     def init_state(self, enc: dict[str, torch.Tensor]) -> dict[str, Any]:
         """Cross keys/values of every layer, computed once, and an empty self-attention cache.
 
-        The cache is :class:`~nmt.models.state.Unmoved`: each step takes the rows that ``rows`` (B,) names, which
-        search reorders and selects in its place.
+        The cache is :class:`~nmt.models.decoding_state.Unmoved`: each step takes the rows that ``rows`` (B,) names,
+        which search reorders and selects in its place.
         """
         memory = enc["memory"]
         B, _, D = memory.shape
