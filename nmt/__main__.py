@@ -125,7 +125,7 @@ def binarize(args: argparse.Namespace) -> None:
 def export(args: argparse.Namespace) -> None:
     from nmt.decoding.ctranslate2 import export_model
 
-    print(export_model(args.model_dir, args.out, args.format, args.quantization, args.force))
+    print(export_model(args.model_dir, args.out, args.quantization, args.force))
 
 
 def json_mapping(text: str) -> dict:
@@ -285,7 +285,6 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=binarize)
     p = commands.add_parser("export", help="convert a Transformer model directory for CTranslate2")
-    p.add_argument("--format", default="ctranslate2", choices=["ctranslate2"], help="the one format: ctranslate2")
     p.add_argument("--quantization", help="CTranslate2 weight type, e.g. int8 or float16 (default: float32)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.add_argument("model_dir", help="model directory (model.pt, src.model, trg.model)")

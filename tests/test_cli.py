@@ -359,7 +359,7 @@ def test_ctranslate2_runtime_translates_greedy_and_refuses_beam(trained_model, c
 
 
 def test_an_export_is_a_model_of_the_ctranslate2_runtime(trained_model, tmp_path, capsys, monkeypatch):
-    """``nmt export MODEL OUT`` (the one format needs no --format), then ``nmt translate --model OUT --runtime
+    """``nmt export MODEL OUT``, then ``nmt translate --model OUT --runtime
     ctranslate2``: the greedy output of the model directory; the torch runtime says what OUT is and what to add."""
     pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
     model_dir, export = str(trained_model[0]), tmp_path / "en-de.ct2"

@@ -86,20 +86,8 @@ def test_export_refuses_other_architectures(arch, tmp_path):
     with pytest.raises(ConfigError) as excinfo:
         export_model(tmp_path / "model", tmp_path / "ct2")
     assert_one_line(excinfo, arch, "CTranslate2", "model.pt")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nmt",
-            "export",
-            "--format",
-            "ctranslate2",
-            str(tmp_path / "model"),
-            str(tmp_path / "o"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    argv = [sys.executable, "-m", "nmt", "export", str(tmp_path / "model"), str(tmp_path / "o")]
+    out = subprocess.run(argv, capture_output=True, text=True)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith(f"error: {tmp_path / 'model' / 'model.pt'}: a {arch} model")
 
@@ -109,7 +97,7 @@ def test_export_without_ctranslate2_says_so(trained_model, tmp_path):
     # None in sys.modules makes `import ctranslate2` fail as if the package were not installed.
     code = (
         "import sys; sys.modules['ctranslate2'] = None; from nmt.__main__ import main; "
-        f"main(['export', '--format', 'ctranslate2', {str(model_dir)!r}, {str(tmp_path / 'ct2')!r}])"
+        f"main(['export', {str(model_dir)!r}, {str(tmp_path / 'ct2')!r}])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 1 and "Traceback" not in out.stderr

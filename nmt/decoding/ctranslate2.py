@@ -53,7 +53,6 @@ from nmt.errors import ConfigError, DataError
 from nmt.model_dir import EXPORT_FILE, META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
 from nmt.vocab import BOS, EOS, PAD, UNK
 
-FORMATS = ("ctranslate2",)
 # ctranslate2's weight types (its --quantization choices).
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16", "bfloat16", "float32")
 LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which nmt.models.transformer uses
@@ -71,21 +70,17 @@ def max_decoding_length(n_src_tokens: int, max_len_a: float, max_len_b: int) -> 
 
 
 def export_model(
-    model_dir: str | Path, out_dir: str | Path, fmt: str = "ctranslate2", quantization: str | None = None,
-    force: bool = False,
-) -> Path:  # fmt: skip
+    model_dir: str | Path, out_dir: str | Path, quantization: str | None = None, force: bool = False
+) -> Path:
     """Convert the Transformer in ``model_dir`` (model.pt, src.model, trg.model) into ``out_dir``.
 
     The model is written to a temporary folder beside ``out_dir`` and renamed when complete.
 
-    :param fmt: the target format; only ``ctranslate2``
     :param quantization: CTranslate2 weight type (``int8``, ``float16``, ...); None keeps float32
     :param force: replace an existing ``out_dir``
     :return: ``out_dir``
-    :raises ConfigError: for another format or architecture, or when ctranslate2 is not installed
+    :raises ConfigError: for another architecture or quantization, or when ctranslate2 is not installed
     """
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format: {fmt!r} is not one of {', '.join(map(repr, FORMATS))}")
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ConfigError(f"--quantization: {quantization!r} is not one of {', '.join(QUANTIZATIONS)}")
     model_dir, out_dir = Path(model_dir), Path(out_dir)
