@@ -23,7 +23,8 @@ from train_speed import profile_table
 
 from nmt.allocator import keep_freed_memory
 from nmt.config import DecodeConfig
-from nmt.decoding.translation import check_source, load_decoding, read_source, translate_lines
+from nmt.decoding.streaming import check_source, read_source
+from nmt.decoding.translation import load_decoding, translate_lines
 from nmt.errors import NmtError
 
 ROW_BINS = (1, 16, 64, 128, 256, 384)  # lower ends of the row groups (the last is open)
@@ -77,14 +78,14 @@ def main() -> None:
     )
     with check_source(args.src).open("rb") as stream:  # as nmt translate reads it: bad bytes named, not fatal
         lines = list(read_source(stream, str(args.src)))
-    model, src_sp, trg_sp, search = load_decoding([args.model], config, "cpu", "off", args.threads, workers=1)
-    translate_lines(model, src_sp, trg_sp, lines[: args.batch_size], config, search=search)  # warm-up
-    starts, record = timed(model, "init_state"), timed(model, "step")
+    translator = load_decoding([args.model], config, "cpu", "off", args.threads, workers=1)
+    translate_lines(translator, lines[: args.batch_size])  # warm-up
+    starts, record = timed(translator.model, "init_state"), timed(translator.model, "step")
     profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) if args.profile else None
     if profiler:
         profiler.start()
     tick = time.perf_counter()
-    translate_lines(model, src_sp, trg_sp, lines, config, search=search)
+    translate_lines(translator, lines)
     total = time.perf_counter() - tick
     steps, encoder = (sum(seconds for _, seconds in calls) for calls in (record, starts))
     print(

@@ -24,7 +24,7 @@ from nmt.allocator import keep_freed_memory
 from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
 from nmt.data.batches import ParallelData, make_batch, token_batches
 from nmt.data.subword import load_subword, train_subword
-from nmt.decoding.translation import translate_lines
+from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import autocast
 from nmt.models.seq2seq import build_model
 from nmt.training.loss import LabelSmoothedCrossEntropy
@@ -133,8 +133,10 @@ def main() -> None:
     data = ParallelData.from_files(files["train.en"], files["train.de"], sp, sp, max_length=128)
     test_src = files["test_2016_flickr.en"].read_text(encoding="utf-8").splitlines()[: args.decode_sentences]
 
-    print(f"machine: {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}, "
-          f"fp32 GEMM peak {peak:.0f} GFLOP/s (benchmarks/gemm_peak.py)")  # fmt: skip
+    print(
+        f"machine: {torch.get_num_threads()} threads, device {device}, torch {torch.__version__}, "
+        f"fp32 GEMM peak {peak:.0f} GFLOP/s (benchmarks/gemm_peak.py)"
+    )
     columns = ["arch", "size", "params", "bf16", "train tok/s (median)", "% of fp32 peak", "beam5 sent/s"]
     print("| " + " | ".join([*columns, "greedy sent/s", "peak RSS MiB"]) + " |")
     print("|---|---|---:|---|---:|---:|---:|---:|---:|")
@@ -149,8 +151,9 @@ def main() -> None:
         gflops = 6 * model.n_parameters() * rate / 1e9
         speeds = {}
         for method in ("beam", "greedy"):
+            translator = Translator(model, sp, sp, DecodeConfig(method=method, beam_size=5), device, bf16)
             tick = time.perf_counter()
-            translate_lines(model, sp, sp, test_src, DecodeConfig(method=method, beam_size=5), device, bf16)
+            translate_lines(translator, test_src)
             speeds[method] = len(test_src) / (time.perf_counter() - tick)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(

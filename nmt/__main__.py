@@ -43,7 +43,8 @@ def decode_config(args: argparse.Namespace) -> DecodeConfig:
 def translate(args: argparse.Namespace) -> None:
     from nmt.allocator import keep_freed_memory
     from nmt.atomic import atomic_text
-    from nmt.decoding.translation import check_source, load_decoding, read_source, translate_windows
+    from nmt.decoding.streaming import check_source, read_source, translate_windows
+    from nmt.decoding.translation import load_decoding
     from nmt.model_dir import normalize_input
 
     config = decode_config(args)
@@ -53,27 +54,22 @@ def translate(args: argparse.Namespace) -> None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input)) if args.input else "stdin"
     keep_freed_memory(mkl_buffers=False)  # reuse each step's freed tensors instead of faulting pages in
-    model, src_sp, trg_sp, search = load_decoding(
-        args.model, config, args.device, args.bf16, threads=args.threads, workers=args.workers
-    )
-    device = None  # the n-best lists of translate_nbest need it (beam search: torch)
-    if args.nbest is not None:
-        from nmt.device import get_device
-
-        device = get_device(args.device)
+    translator = load_decoding(args.model, config, args.device, args.bf16, threads=args.threads, workers=args.workers)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)
     output = atomic_text(args.output) if args.output else nullcontext(sys.stdout)
     with source as src, output as out:
         # as cleaning normalized the training sources (the first model's meta.json)
         lines = normalize_input(args.model[0], read_source(src, name))
         first_line = 1
-        for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, args.window, args.bf16,
-                                      args.nbest, search=search):  # fmt: skip
+        for hyps in translate_windows(translator, lines, name, args.window, args.nbest):
             if args.nbest is None:
                 out.writelines(hyp + "\n" for hyp in hyps)
             else:
-                out.writelines(f"{first_line + i}\t{hyp}\t{score:.4f}\t{logprob:.4f}\n"
-                               for i, nbest in enumerate(hyps) for hyp, score, logprob in nbest)  # fmt: skip
+                out.writelines(
+                    f"{first_line + i}\t{hyp}\t{score:.4f}\t{logprob:.4f}\n"
+                    for i, nbest in enumerate(hyps)
+                    for hyp, score, logprob in nbest
+                )
             first_line += len(hyps)
             out.flush()  # a closed pipe shows here, inside main(), not at interpreter exit
 
@@ -206,14 +202,22 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     )
     search = DecodeConfig()  # the defaults of a decoding config (one home: nmt.config)
     # None: decode_config picks it by the runtime; %(default).0s prints nothing where argparse would print None.
-    p.add_argument("--method", default=None, choices=["beam", "greedy", "sample"],
-                   help=f"search (default: {search.method}; greedy with --runtime ctranslate2)"
-                   "%(default).0s")  # fmt: skip
+    p.add_argument(
+        "--method",
+        default=None,
+        choices=["beam", "greedy", "sample"],
+        help=f"search (default: {search.method}; greedy with --runtime ctranslate2)%(default).0s",
+    )
     p.add_argument("--beam-size", type=positive_int, default=search.beam_size, help="beam: hypotheses kept per step")
-    p.add_argument("--length-penalty", type=float, default=search.length_penalty,
-                   help="beam: exponent alpha of ((5 + |Y|) / 6)^alpha")  # fmt: skip
-    p.add_argument("--sampling-topk", type=int, default=search.sampling_topk,
-                   help="sample: among the k best tokens (0: all)")  # fmt: skip
+    p.add_argument(
+        "--length-penalty",
+        type=float,
+        default=search.length_penalty,
+        help="beam: exponent alpha of ((5 + |Y|) / 6)^alpha",
+    )
+    p.add_argument(
+        "--sampling-topk", type=int, default=search.sampling_topk, help="sample: among the k best tokens (0: all)"
+    )
     p.add_argument("--seed", type=int, default=search.seed, help="sample: random seed")
     p.add_argument("--max-len-a", type=float, default=search.max_len_a, help="output limit a * S + b subwords")
     p.add_argument("--max-len-b", type=int, default=search.max_len_b, help="(S: source subwords, EOS included)")
@@ -232,21 +236,42 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
         help="CPU threads of the search (default: OMP_NUM_THREADS if set, else the CPUs this process may use, "
         "which taskset -c narrows); beside a busy process give fewer, e.g. --threads 1%(default).0s",
     )
-    p.add_argument("--workers", type=positive_int, help="CPU: batches searched at once, each by its share of "
-                   f"the threads (default: greedy one per thread, at most {AUTO_WORKERS}; beam 1; sample always 1)"
-                   "%(default).0s")  # fmt: skip
-    p.add_argument("--bf16", nargs="?", const="on", default="auto", choices=["auto", "on", "off"],
-                   help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; "
-                   "--bf16 alone: on")  # fmt: skip
-    p.add_argument("--runtime", default=search.runtime, choices=["torch", "ctranslate2"],
-                   help="ctranslate2: greedy or sample in CTranslate2, on a CTranslate2 export or on an export of "
-                   "the model directory made at start-up (greedy output equals torch's)")  # fmt: skip
-    p.add_argument("--nbest", type=positive_int, help="beam search: print the N best as LINE<TAB>HYP<TAB>SCORE<TAB>"
-                   "LOGPROB lines, best first (SCORE: LOGPROB / length penalty, what the beam ranks by)")  # fmt: skip
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        help="CPU: batches searched at once, each by its share of the threads "
+        f"(default: greedy one per thread, at most {AUTO_WORKERS}; beam 1; sample always 1)%(default).0s",
+    )
+    p.add_argument(
+        "--bf16",
+        nargs="?",
+        const="on",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="bfloat16 weights (float16 autocast on GPUs without bfloat16); auto: on CUDA only; --bf16 alone: on",
+    )
+    p.add_argument(
+        "--runtime",
+        default=search.runtime,
+        choices=["torch", "ctranslate2"],
+        help="ctranslate2: greedy or sample in CTranslate2, on a CTranslate2 export or on an export of the model "
+        "directory made at start-up (greedy output equals torch's)",
+    )
+    p.add_argument(
+        "--nbest",
+        type=positive_int,
+        help="beam search: print the N best as LINE<TAB>HYP<TAB>SCORE<TAB>LOGPROB lines, best first "
+        "(SCORE: LOGPROB / length penalty, what the beam ranks by)",
+    )
     p.add_argument("--input", help="read this file instead of stdin")
     p.add_argument("--output", help="write this file (a temp file renamed at the end) instead of stdout")
-    p.add_argument("--window", type=positive_int, default=1000, help="lines read, sorted by length, translated and "
-                   "written (flushed) together; 1 answers each line before reading the next (interactive)")  # fmt: skip
+    p.add_argument(
+        "--window",
+        type=positive_int,
+        default=1000,
+        help="lines read, sorted by length, translated and written (flushed) together; 1 answers each line "
+        "before reading the next (interactive)",
+    )
     p.set_defaults(run=translate)
     p = commands.add_parser("score", help="BLEU, chrF and TER of a hypothesis file against a reference file")
     p.add_argument("--hyp", required=True)

@@ -21,7 +21,7 @@ from conftest import TOY_MODEL
 
 from nmt.__main__ import main
 from nmt.config import DecodeConfig
-from nmt.decoding.translation import translate_lines
+from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
 from nmt.model_dir import load_model
 
@@ -208,7 +208,7 @@ def test_bad_input(case, trained_model, tmp_path, capsys, monkeypatch):
         model, src_sp, trg_sp = load_model(model_dir, device)
         for hyp, src in zip(hyps, expected, strict=True):
             if src is not None:
-                [alone] = translate_lines(model, src_sp, trg_sp, [src], DecodeConfig(beam_size=2), device)
+                [alone] = translate_lines(Translator(model, src_sp, trg_sp, DecodeConfig(beam_size=2), device), [src])
                 assert hyp == alone and (hyp == "") == (src.strip() == ""), (src, hyp)
 
 
@@ -313,7 +313,7 @@ def one_by_one(model_dir: Path, lines: list[str], **config) -> list[str]:
     """The 1-best translation of every line, from the library."""
     device = get_device("cpu")
     model, src_sp, trg_sp = load_model(model_dir, device)
-    return translate_lines(model, src_sp, trg_sp, lines, DecodeConfig(**config), device)
+    return translate_lines(Translator(model, src_sp, trg_sp, DecodeConfig(**config), device), lines)
 
 
 def test_nbest_lists_with_scores(trained_model, capsys, monkeypatch):

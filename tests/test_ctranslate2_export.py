@@ -13,7 +13,7 @@ from nmt.config import DecodeConfig
 from nmt.data.batches import pad
 from nmt.decoding.ctranslate2 import export_model, max_decoding_length
 from nmt.decoding.search import greedy_search, max_output_lengths
-from nmt.decoding.translation import translate_lines
+from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
 from nmt.errors import ConfigError
 from nmt.model_dir import load_model
@@ -51,7 +51,8 @@ def test_ctranslate2_greedy_equals_ours(trained_model, tmp_path, max_len_a, max_
     assert [[trg_sp.id_to_piece(i) for i in hyp] for hyp in ours] == ct2
     # The same search through translation.py, detokenized.
     config = DecodeConfig(method="greedy", max_len_a=max_len_a, max_len_b=max_len_b)
-    assert translate_lines(model, src_sp, trg_sp, lines, config, get_device("cpu")) == [trg_sp.decode(h) for h in ct2]
+    torch_translator = Translator(model, src_sp, trg_sp, config, get_device("cpu"))
+    assert translate_lines(torch_translator, lines) == [trg_sp.decode(h) for h in ct2]
     limits = [max_decoding_length(len(p) - 1, max_len_a, max_len_b) for p in ids]
     at_limit = sum(len(h) == limit for h, limit in zip(ours, limits, strict=True))
     if max_len_b == 4:  # 3 output tokens at most: most sentences are cut, so both must cut at the same length

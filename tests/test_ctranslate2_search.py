@@ -10,7 +10,8 @@ from nmt.data.batches import pad
 from nmt.data.subword import load_subword
 from nmt.decoding.ctranslate2 import ct2_search, load_ctranslate2
 from nmt.decoding.search import greedy_search
-from nmt.decoding.translation import SourceBatch, translate_file
+from nmt.decoding.streaming import translate_file
+from nmt.decoding.translation import SourceBatch
 from nmt.errors import ConfigError
 from nmt.model_dir import write_model
 from nmt.vocab import BOS, EOS, PAD, UNK
@@ -74,7 +75,7 @@ def test_an_export_translates_without_torch(trained_model, tmp_path):
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     code = (
         "from nmt.config import DecodeConfig\n"
-        "from nmt.decoding.translation import translate_file\n"
+        "from nmt.decoding.streaming import translate_file\n"
         f"translate_file({str(export)!r}, {str(src)!r}, {str(tmp_path / 'job.hyp')!r}, "
         "DecodeConfig(method='greedy', runtime='ctranslate2'), threads=1)\n"
     )

@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, run_training
 
 from nmt.config import DecodeConfig
-from nmt.decoding.translation import translate_file
+from nmt.decoding.streaming import translate_file
 from nmt.errors import DataError
 from nmt.evaluation.deployment import (
     cpu_model,

@@ -14,7 +14,7 @@ from nmt.config import DecodeConfig, SubwordConfig
 from nmt.data.subword import train_subword
 from nmt.decoding.ensemble import Ensemble, load_ensemble
 from nmt.decoding.search import beam_search, greedy_search
-from nmt.decoding.translation import translate_lines
+from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
 from nmt.errors import DataError
 from nmt.evaluation.metrics import score_corpus
@@ -103,7 +103,7 @@ def test_ensemble_of_two_trained_models(trained_model, second_model, toy_corpus)
     ):
         model, src_sp, trg_sp = load_ensemble(dirs, device)
         assert isinstance(model, Ensemble) == (len(dirs) == 2)
-        hyps[name] = translate_lines(model, src_sp, trg_sp, src, config, device)
+        hyps[name] = translate_lines(Translator(model, src_sp, trg_sp, config, device), src)
         assert len(hyps[name]) == len(src) and all(hyps[name])
         bleu[name] = score_corpus(hyps[name], ref)["bleu"]["score"]
     assert bleu["ensemble"] >= min(bleu["first"], bleu["second"]) - 5, bleu
@@ -141,4 +141,5 @@ def test_cli_translates_with_two_models(trained_model, second_model):
     device = get_device("cpu")
     model, src_sp, trg_sp = load_ensemble(dirs, device)
     assert isinstance(model, Ensemble)
-    assert out.stdout.splitlines() == translate_lines(model, src_sp, trg_sp, src, DecodeConfig(beam_size=3), device)
+    translator = Translator(model, src_sp, trg_sp, DecodeConfig(beam_size=3), device)
+    assert out.stdout.splitlines() == translate_lines(translator, src)

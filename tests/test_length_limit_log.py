@@ -7,7 +7,8 @@ import torch
 
 from nmt.config import DecodeConfig
 from nmt.data.subword import load_subword
-from nmt.decoding.translation import translate_lines, translate_windows
+from nmt.decoding.streaming import translate_windows
+from nmt.decoding.translation import Translator, translate_lines
 from nmt.vocab import BOS, EOS, PAD
 
 A = 5  # the token every output is made of
@@ -62,7 +63,7 @@ def test_outputs_at_the_length_limit_are_counted_in_one_log_line(toy, caplog, me
     model, sp, long = toy
     config = DecodeConfig(method=method, beam_size=2, max_len_a=0.0, max_len_b=3)
     with caplog.at_level(logging.INFO, logger="nmt.decoding.translation"):
-        hyps = translate_lines(model, sp, sp, LINES, config, torch.device("cpu"), name="test.en")
+        hyps = translate_lines(Translator(model, sp, sp, config, torch.device("cpu")), LINES, name="test.en")
     assert sum(hyp == sp.decode([A, A]) for hyp in hyps) == long  # cut at the limit: 2 tokens and EOS
     assert limit_lines(caplog) == [MESSAGE.format(name="test.en", n=long, total=len(LINES)) + ADVICE]
 
@@ -72,7 +73,7 @@ def test_no_output_at_the_limit_says_so_without_advice(toy, caplog):
     short = [line for line in LINES if len(sp.encode(line)) + 1 <= SHORT]
     config = DecodeConfig(method="greedy", max_len_a=0.0, max_len_b=3)
     with caplog.at_level(logging.INFO, logger="nmt.decoding.translation"):
-        translate_lines(model, sp, sp, short, config, torch.device("cpu"))
+        translate_lines(Translator(model, sp, sp, config, torch.device("cpu")), short)
     assert limit_lines(caplog) == [MESSAGE.format(name="input", n=0, total=len(short))]
 
 
@@ -81,7 +82,8 @@ def test_a_file_translated_window_by_window_logs_one_count(toy, caplog, nbest):
     """Over every window of the input (n-best lists: their best), once the input is done."""
     model, sp, long = toy
     config = DecodeConfig(method="greedy" if nbest is None else "beam", beam_size=2, max_len_a=0.0, max_len_b=3)
+    translator = Translator(model, sp, sp, config, torch.device("cpu"))
     with caplog.at_level(logging.INFO, logger="nmt.decoding.translation"):
-        out = list(translate_windows(model, sp, sp, LINES, config, torch.device("cpu"), "in.txt", 2, nbest=nbest))
+        out = list(translate_windows(translator, LINES, "in.txt", 2, nbest=nbest))
     assert len(out) == 3
     assert limit_lines(caplog) == [MESSAGE.format(name="in.txt", n=long, total=len(LINES)) + ADVICE]

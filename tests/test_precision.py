@@ -46,7 +46,7 @@ def test_bf16_training_validates_with_every_search_under_autocast(toy_corpus, to
     """Validation decodes the training model (float32 weights) under autocast, as bfloat16 training does on a GPU
     by default: every search steps the decoder with bfloat16 activations and float32 states from the encoder."""
     from nmt.config import DecodeConfig
-    from nmt.decoding.translation import translate_lines
+    from nmt.decoding.translation import Translator, translate_lines
     from nmt.model_dir import load_model
 
     model = TOY_MODEL if arch == "transformer" else {"arch": arch, "size": "tiny"}
@@ -55,7 +55,8 @@ def test_bf16_training_validates_with_every_search_under_autocast(toy_corpus, to
     fp32, src_sp, trg_sp = load_model(tmp_path, torch.device("cpu"))
     src = toy_corpus["dev.en"].read_text().splitlines()[:8]
     for method in ("beam", "greedy", "sample"):
-        hyps = translate_lines(fp32, src_sp, trg_sp, src, DecodeConfig(method=method), torch.device("cpu"), "on")
+        translator = Translator(fp32, src_sp, trg_sp, DecodeConfig(method=method), torch.device("cpu"), "on")
+        hyps = translate_lines(translator, src)
         assert len(hyps) == len(src), method
 
 
@@ -123,7 +124,7 @@ def test_decoding_casts_the_weights_instead_of_autocasting(trained_model, bf16, 
 
     from nmt.config import DecodeConfig
     from nmt.decoding.ensemble import load_ensemble
-    from nmt.decoding.translation import translate_lines
+    from nmt.decoding.translation import Translator, translate_lines
 
     model_dir, _ = trained_model
     cpu = torch.device("cpu")
@@ -131,9 +132,9 @@ def test_decoding_casts_the_weights_instead_of_autocasting(trained_model, bf16, 
     assert {p.dtype for p in model.parameters()} == {dtype} and not model.training
     src, ref = make_toy_corpus(40, seed=21)
     config = DecodeConfig(method="beam", beam_size=3)
-    hyps = translate_lines(model, src_sp, trg_sp, src, config, cpu, bf16)
+    hyps = translate_lines(Translator(model, src_sp, trg_sp, config, cpu, bf16), src)
     fp32, *_ = load_ensemble([model_dir], cpu, "off")
-    fp32_hyps = translate_lines(fp32, src_sp, trg_sp, src, config, cpu, "off")
+    fp32_hyps = translate_lines(Translator(fp32, src_sp, trg_sp, config, cpu, "off"), src)
     correct = [sum(h == r for h, r in zip(hs, ref, strict=True)) for hs in (hyps, fp32_hyps)]
     assert correct[0] >= correct[1] - 3 and correct[1] >= 25, correct  # the toy task is learnt in either precision
 

@@ -19,7 +19,7 @@ from nmt.atomic import hash_file, read_lines
 from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
 from nmt.config import DecodeConfig, ModelMeta, SubwordConfig, TrainConfig
 from nmt.data.subword import train_subword
-from nmt.decoding.translation import translate_lines
+from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
 from nmt.errors import ConfigError
 from nmt.evaluation.metrics import score_corpus
@@ -56,7 +56,7 @@ def test_training_learns_the_toy_task(trained_model):
     assert json.loads((model_dir / "summary.json").read_text())["steps"] == 500
     device = get_device("cpu")
     model, src_sp, trg_sp = load_model(model_dir, device)
-    hyps = translate_lines(model, src_sp, trg_sp, ["the big dog runs"], DecodeConfig(), device)
+    hyps = translate_lines(Translator(model, src_sp, trg_sp, DecodeConfig(), device), ["the big dog runs"])
     assert hyps == ["der gross hund rennt"]
 
 
@@ -74,7 +74,7 @@ def test_dev_bleu_is_scored_like_the_test_set(toy_corpus, toy_spm, tmp_path, cap
     device = get_device("cpu")
     model, src_sp, trg_sp = load_model(tmp_path, device)
     src, ref = read_lines(toy_corpus["dev.en"]), read_lines(toy_corpus["dev.de"])
-    hyps = translate_lines(model, src_sp, trg_sp, src, DecodeConfig(method="beam", beam_size=3), device)
+    hyps = translate_lines(Translator(model, src_sp, trg_sp, DecodeConfig(method="beam", beam_size=3), device), src)
     test_scoring = score_corpus(hyps, ref, "zh")["bleu"]
     assert round(summary["valid"]["bleu"], 2) == test_scoring["score"]
     assert signature.startswith(test_scoring["signature"])
@@ -110,7 +110,7 @@ def test_dev_chrf_picks_the_model(toy_corpus, toy_spm, tmp_path):
     device = get_device("cpu")
     model, src_sp, trg_sp = load_model(tmp_path, device)
     src, ref = read_lines(toy_corpus["dev.en"]), read_lines(toy_corpus["dev.de"])
-    hyps = translate_lines(model, src_sp, trg_sp, src, DecodeConfig(method="greedy"), device)
+    hyps = translate_lines(Translator(model, src_sp, trg_sp, DecodeConfig(method="greedy"), device), src)
     assert round(summary["valid"]["chrf"], 2) == score_corpus(hyps, ref)["chrf"]["score"]
 
 
@@ -192,7 +192,7 @@ def test_model_is_the_average_of_the_last_checkpoints(toy_corpus, toy_spm, tmp_p
     ]
     device = get_device("cpu")
     loaded, src_sp, trg_sp = load_model(tmp_path, device)
-    assert translate_lines(loaded, src_sp, trg_sp, ["the dog"], DecodeConfig(), device)  # model.pt loads
+    assert translate_lines(Translator(loaded, src_sp, trg_sp, DecodeConfig(), device), ["the dog"])  # model.pt loads
 
 
 @pytest.mark.parametrize("valid_metric", ["bleu", "loss"])

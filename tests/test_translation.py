@@ -15,7 +15,8 @@ from conftest import make_toy_corpus, run_training, tiny_model
 from nmt.config import DecodeConfig, ModelMeta
 from nmt.data.normalize import Normalizer
 from nmt.data.subword import load_subword
-from nmt.decoding.translation import in_threads, load_decoding, translate_file, translate_lines, translate_windows
+from nmt.decoding.streaming import translate_file, translate_windows
+from nmt.decoding.translation import Translator, in_threads, load_decoding, translate_lines
 from nmt.device import get_device
 from nmt.model_dir import META_FILE, load_model, write_meta
 from nmt.vocab import EOS
@@ -31,8 +32,8 @@ def test_translate_file_keeps_order_and_count(trained_model, toy_corpus, tmp_pat
     assert n == len(hyps) == len(srcs) == 40
     # Batched by length, yet every output sits on its own input's line: the same as one sentence at a time.
     device = get_device("cpu")
-    model, src_sp, trg_sp = load_model(model_dir, device)
-    alone = [translate_lines(model, src_sp, trg_sp, [line], config, device)[0] for line in srcs]
+    translator = Translator(*load_model(model_dir, device), config, device)
+    alone = [translate_lines(translator, [line])[0] for line in srcs]
     assert hyps == alone
     assert len(set(hyps)) > 30, "distinct inputs get distinct outputs, so a shuffle would show"
     assert not list(hyp.parent.glob(".*.tmp"))
@@ -64,8 +65,8 @@ def test_cli_translate_and_score(trained_model, tmp_path):
     out = run_cli("translate", "--model", str(model_dir), "--beam-size", "3", stdin="".join(s + "\n" for s in src))
     assert out.returncode == 0, out.stderr
     device = get_device("cpu")
-    model, src_sp, trg_sp = load_model(model_dir, device)
-    assert out.stdout.splitlines() == translate_lines(model, src_sp, trg_sp, src, DecodeConfig(beam_size=3), device)
+    translator = Translator(*load_model(model_dir, device), DecodeConfig(beam_size=3), device)
+    assert out.stdout.splitlines() == translate_lines(translator, src)
     (tmp_path / "hyp.de").write_text(out.stdout)
     (tmp_path / "ref.de").write_text(out.stdout)
     scored = run_cli("score", "--hyp", str(tmp_path / "hyp.de"), "--ref", str(tmp_path / "ref.de"), "--trg-lang", "de")
@@ -104,7 +105,7 @@ def test_output_limit_is_clamped_to_max_positions(method, toy_spm, caplog):
     assert lengths[0] < 20 < lengths[1] <= 40 < 1.5 * lengths[1] + 10 and lengths[2] > 40
     config = DecodeConfig(method=method, beam_size=2, batch_size=2)
     with caplog.at_level(logging.WARNING):
-        hyps = translate_lines(model, src_sp, trg_sp, lines, config, torch.device("cpu"), name="in.en")
+        hyps = translate_lines(Translator(model, src_sp, trg_sp, config, torch.device("cpu")), lines, name="in.en")
     piece = trg_sp.decode([4])  # <BT>, a piece of its own
     n_tokens = [h.count(piece) for h in hyps]
     # 1.5 * S + 10 - 1 tokens before the forced EOS, at most max_positions - 1
@@ -123,7 +124,8 @@ def test_sampling_draws_anew_in_every_window(toy_spm):
     config = DecodeConfig(method="sample", batch_size=4)
 
     def sample() -> list[list[str]]:
-        return list(translate_windows(model, sp, sp, lines * 2, config, torch.device("cpu"), window=len(lines)))
+        translator = Translator(model, sp, sp, config, torch.device("cpu"))
+        return list(translate_windows(translator, lines * 2, window=len(lines)))
 
     first, second = sample()
     assert first != second
@@ -145,12 +147,12 @@ def test_workers_search_batches_at_once_with_the_same_output(trained_model, toy_
     outputs, seen = {}, {}
     try:
         for n in (1, workers):
-            model, src_sp, trg_sp, search = load_decoding([model_dir], config, "cpu", threads=2, workers=n)
+            translator = load_decoding([model_dir], config, "cpu", threads=2, workers=n)
             calls = seen[n] = set()
-            model.encoder.register_forward_pre_hook(
+            translator.model.encoder.register_forward_pre_hook(
                 lambda *_: calls.add((threading.current_thread().name, torch.get_num_threads()))  # noqa: B023
             )
-            outputs[n] = translate_lines(model, src_sp, trg_sp, lines, config, search=search)
+            outputs[n] = translate_lines(translator, lines)
             assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads_before)
@@ -195,8 +197,8 @@ def test_translate_file_survives_bad_lines(trained_model, tmp_path, caplog):
         assert translate_file(model_dir, src, tmp_path / "out.de", config, device="cpu") == 5
     hyps = (tmp_path / "out.de").read_text().split("\n")
     assert len(hyps) == 6 and hyps[3] == hyps[5] == ""
-    model, src_sp, trg_sp = load_model(model_dir, torch.device("cpu"))
-    alone = translate_lines(model, src_sp, trg_sp, ["the dog runs", "the cat"], config, torch.device("cpu"))
+    translator = Translator(*load_model(model_dir, torch.device("cpu")), config, torch.device("cpu"))
+    alone = translate_lines(translator, ["the dog runs", "the cat"])
     assert [hyps[0], hyps[4]] == alone
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
         f"{src} line 2: not UTF-8 (invalid start byte), bad bytes replaced by U+FFFD",
@@ -215,17 +217,16 @@ def test_cli_translate_normalizes_input_like_cleaning(trained_model, tmp_path):
     raw = ["\u00a0 ".join(line.split()).replace("e", "e\u00ad", 1).replace("the", "\u201cthe\u201d", 1) for line in src]
     normalized = [Normalizer("en")(line) for line in raw]
     device = get_device("cpu")
-    model, src_sp, trg_sp = load_model(copy, device)
-    config = DecodeConfig(beam_size=3)
-    unnormalized_hyps = translate_lines(model, src_sp, trg_sp, raw, config, device)
-    assert unnormalized_hyps != translate_lines(model, src_sp, trg_sp, normalized, config, device)  # it matters
+    translator = Translator(*load_model(copy, device), DecodeConfig(beam_size=3), device)
+    unnormalized_hyps = translate_lines(translator, raw)
+    assert unnormalized_hyps != translate_lines(translator, normalized)  # it matters
     outputs = [
         run_cli("translate", "--model", str(copy), "--beam-size", "3", stdin="".join(s + "\n" for s in lines))
         for lines in (raw, normalized)
     ]
     assert all(out.returncode == 0 for out in outputs), outputs[0].stderr
     assert outputs[0].stdout == outputs[1].stdout
-    assert outputs[0].stdout.splitlines() == translate_lines(model, src_sp, trg_sp, normalized, config, device)
+    assert outputs[0].stdout.splitlines() == translate_lines(translator, normalized)
 
 
 def _normalize_in_a_fresh_process(model_dir, line: str) -> tuple[list[str], list[str]]:

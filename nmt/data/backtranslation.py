@@ -3,7 +3,7 @@ synthetic + real training corpus from its translations. Knowledge distillation (
 corpus with the same two functions, the generated side being the target.
 
 The reverse (target->source) model and the translation itself are the ordinary
-:func:`nmt.training.loop.train` and :func:`nmt.decoding.translation.translate_file`; this module holds what is
+:func:`nmt.training.loop.train` and :func:`nmt.decoding.streaming.translate_file`; this module holds what is
 particular to back-translation.
 """
 

@@ -1,27 +1,25 @@
-"""Translate sentences or files with a trained model directory (test sets and back-translation alike).
+"""Translate lists of sentences with a :class:`Translator`: a model with its subword models and search settings.
 
-What every runtime shares is here: reading, encoding, cutting, sorting and batching the lines, and writing the
-output. The search is a :data:`Search`: :func:`torch_search` in torch, or
-:func:`nmt.decoding.ctranslate2.ct2_search` in CTranslate2. torch is imported by the functions of the torch
-runtime only, so that a CTranslate2 decoding process never loads it (:func:`load_decoding`).
+What every runtime shares is here: encoding, cutting, sorting and batching the lines, and decoding the outputs
+(streams and files of any length: :mod:`nmt.decoding.streaming`). The search is a :data:`Search`:
+:func:`torch_search` in torch, or :func:`nmt.decoding.ctranslate2.ct2_search` in CTranslate2. torch is imported by
+the functions of the torch runtime only, so that a CTranslate2 decoding process never loads it (:func:`load_decoding`).
 """
 
 import itertools
-import json
 import logging
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import sentencepiece as spm
 
-from nmt.atomic import atomic_text, write_text
 from nmt.config import AUTO_WORKERS, DecodeConfig
-from nmt.errors import ConfigError, DataError
-from nmt.progress import LOG_EVERY, Progress, count_lines
+from nmt.errors import ConfigError
 from nmt.vocab import EOS
 
 if TYPE_CHECKING:
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Lines sorted by length and translated together: memory stays bounded on inputs of any size.
-CHUNK_LINES = 10_000
 # Bad lines named one by one in warnings; the rest are counted.
 MAX_WARNINGS = 10
 
@@ -49,28 +45,7 @@ def position_limit(model: "DecodingModel | CTranslate2Model") -> int | None:
     return min(limits, default=None)
 
 
-def read_source(stream: IO[bytes], name: str) -> Iterator[str]:
-    """The lines of a UTF-8 byte stream without their line ends (LF or CRLF).
-
-    Undecodable bytes become U+FFFD, with a warning naming the line (the first
-    :data:`MAX_WARNINGS` lines) and a count at the end, so that every line still gets its output line.
-    """
-    bad: list[int] = []
-    for number, raw in enumerate(stream, 1):
-        raw = raw.removesuffix(b"\n").removesuffix(b"\r")
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            bad.append(number)
-            if len(bad) <= MAX_WARNINGS:
-                log.warning("%s line %d: not UTF-8 (%s), bad bytes replaced by U+FFFD", name, number, e.reason)
-            yield raw.decode("utf-8", errors="replace")
-    if len(bad) > 1:
-        log.warning("%s: %d lines not UTF-8, translated with bad bytes replaced: lines %s", name, len(bad),
-                    _some(bad))  # fmt: skip
-
-
-def _some(numbers: list[int]) -> str:
+def brief_list(numbers: list[int]) -> str:
     """``1, 5, 9`` or ``1, 5, 9, ... (12 in all)``: line numbers for a warning of bounded length."""
     shown = ", ".join(map(str, numbers[:MAX_WARNINGS]))
     return shown if len(numbers) <= MAX_WARNINGS else f"{shown}, ... ({len(numbers)} in all)"
@@ -87,8 +62,8 @@ def encode_sources(
     for i in long[:MAX_WARNINGS]:
         log.warning("%s line %d: %d subwords, cut to the model's limit of %d", name, first_line + i, len(ids[i]), limit)
     if len(long) > 1:
-        log.warning("%s: %d lines longer than the model's limit of %d subwords were cut: lines %s", name, len(long),
-                    limit, _some([first_line + i for i in long]))  # fmt: skip
+        what = "%s: %d lines longer than the model's limit of %d subwords were cut: lines %s"
+        log.warning(what, name, len(long), limit, brief_list([first_line + i for i in long]))
     for i in long:
         ids[i] = ids[i][: limit - 1] + [EOS]
     return ids
@@ -159,11 +134,36 @@ def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> I
 Search = Callable[[list[SourceBatch]], Iterator[list]]
 
 
+@dataclass
+class Translator:
+    """What every translation with a model shares: the model, its subword models and the search settings.
+
+    :func:`load_decoding` loads one from model directories (or a CTranslate2 export); a model in memory (a test's,
+    training's validation) makes one with the defaults: the torch runtime's search in the calling thread.
+    """
+
+    model: "DecodingModel | CTranslate2Model"  # a Seq2Seq, an Ensemble of them, or CTranslate2's (its runtime)
+    src_sp: spm.SentencePieceProcessor
+    trg_sp: spm.SentencePieceProcessor
+    config: DecodeConfig
+    device: "torch.device | None" = None  # torch's; None for CTranslate2, whose model holds its device
+    bf16: str = "auto"  # torch: the precision setting of autocast (nmt.device.autocast)
+    threads: int = 1  # torch on the CPU: the process's computing threads, shared by the workers (1 on a GPU)
+    workers: int | None = None  # torch on the CPU: batches searched at once (None: torch_search's default)
+
+    def new_search(self) -> Search:
+        """``config.runtime``'s search over the model, with a random generator seeded anew with ``config.seed``:
+        :func:`torch_search`, or :func:`nmt.decoding.ctranslate2.ct2_search`."""
+        if self.config.runtime == "ctranslate2":
+            from nmt.decoding.ctranslate2 import ct2_search
+
+            return ct2_search(self.model.translator, self.src_sp, self.trg_sp, self.config)
+        return torch_search(self)
+
+
 def search_lines(
-    model: "DecodingModel | CTranslate2Model",
-    src_sp: spm.SentencePieceProcessor,
+    translator: Translator,
     lines: list[str],
-    config: DecodeConfig,
     search: Search,
     name: str = "input",
     first_line: int = 1,
@@ -176,11 +176,12 @@ def search_lines(
     (:func:`encode_sources`) and sorted by length into batches (:func:`_batches`); empty lines are
     never searched. ``progress`` is called with the number of empty lines first, then after each batch.
     """
+    model, config = translator.model, translator.config
     was_training = model.training
     model.eval()
     try:
         limit = position_limit(model)
-        ids = encode_sources(src_sp, lines, limit, name, first_line)
+        ids = encode_sources(translator.src_sp, lines, limit, name, first_line)
         if progress:
             progress(sum(len(x) <= 1 for x in ids))  # the empty lines
         batches = list(_batches(ids, config, limit))
@@ -193,26 +194,19 @@ def search_lines(
         model.train(was_training)
 
 
-def torch_search(
-    model: "DecodingModel",
-    config: DecodeConfig,
-    device: "torch.device",
-    bf16: str = "auto",
-    nbest: int | None = None,
-    threads: int = 1,
-    workers: int | None = None,
-) -> Search:
-    """``config.method``'s search over ``model`` in torch, on padded batches (B, S) on ``device`` under autocast, or
-    with ``nbest`` the n-best lists of beam search. Sampling draws from a generator seeded with ``config.seed``,
-    which goes on from one call to the next (one search per file: :func:`translate_windows`).
+def torch_search(translator: Translator, nbest: int | None = None) -> Search:
+    """``config.method``'s search over the translator's model in torch, on padded batches (B, S) on its device under
+    autocast, or with ``nbest`` the n-best lists of beam search. Sampling draws from a generator seeded with
+    ``config.seed``, which goes on from one call to the next (one search per file:
+    :func:`nmt.decoding.streaming.translate_windows`).
 
-    ``threads`` (the process's CPU threads; 1 on a GPU) are split among ``workers`` threads, each searching a batch
-    of the window with its share of torch's threads; never more workers than threads or than the window has
-    batches. A search step's small operators and its matrix products of a few rows keep one core busy better than
-    they split over two, and each worker holds one batch's search in memory (benchmarks/README.md, "What made it
-    faster"). So by default greedy search runs one worker per thread (at most :data:`nmt.config.AUTO_WORKERS`), and beam
-    search, whose batch holds K hypotheses per sentence, one batch at a time. Sampling always takes one batch at a
-    time, so that its draws follow the batches' order.
+    The translator's ``threads`` (the process's CPU threads; 1 on a GPU) are split among its ``workers`` threads,
+    each searching a batch of the window with its share of torch's threads; never more workers than threads or than
+    the window has batches. A search step's small operators and its matrix products of a few rows keep one core busy
+    better than they split over two, and each worker holds one batch's search in memory (benchmarks/README.md,
+    "What made it faster"). So by default greedy search runs one worker per thread (at most
+    :data:`nmt.config.AUTO_WORKERS`), and beam search, whose batch holds K hypotheses per sentence, one batch at a
+    time. Sampling always takes one batch at a time, so that its draws follow the batches' order.
     """
     import torch
 
@@ -220,6 +214,8 @@ def torch_search(
     from nmt.decoding.search import beam_search, beam_search_nbest, greedy_search, sample_search
     from nmt.device import autocast
 
+    model, config, device, bf16 = translator.model, translator.config, translator.device, translator.bf16
+    threads, workers = translator.threads, translator.workers
     generator = torch.Generator(device=device).manual_seed(config.seed)
     beam = {"beam_size": config.beam_size, "alpha": config.length_penalty, "eos_at_limit": config.eos_at_limit}
 
@@ -271,13 +267,8 @@ def in_threads(fn: Callable, items: Iterable, workers: int, start: Callable[[], 
 
 
 def translate_lines(
-    model: "DecodingModel | CTranslate2Model",
-    src_sp: spm.SentencePieceProcessor,
-    trg_sp: spm.SentencePieceProcessor,
+    translator: Translator,
     lines: list[str],
-    config: DecodeConfig,
-    device: "torch.device | None" = None,
-    bf16: str = "auto",
     name: str = "input",
     first_line: int = 1,
     progress: Callable[[int], None] | None = None,
@@ -286,44 +277,36 @@ def translate_lines(
 ) -> list[str]:
     """Translate plain-text ``lines`` into detokenized plain text, one output line per input line, in order.
 
-    ``model`` is a :class:`~nmt.models.seq2seq.Seq2Seq` or an :class:`~nmt.decoding.ensemble.Ensemble` of them.
-
     Policies: an empty (or all-whitespace) line gives an empty line without running the model; a
     line longer than the model's :func:`position_limit` is cut to it, with a warning naming the line
     (``name`` and ``first_line`` number the lines in warnings).
 
     Sentences are sorted by length so that each batch holds similar lengths (little padding).
-    Without ``search``, sampling draws from a new generator seeded with ``config.seed``, so the same lines
-    sample the same way twice.
+    Without ``search``, sampling draws from a new generator seeded with ``config.seed``
+    (:meth:`Translator.new_search`), so the same lines sample the same way twice.
 
     :param progress: called with the number of lines done after each batch (e.g. :meth:`nmt.progress.Progress.update`)
-    :param search: the search instead of ``config.method``'s over ``model`` in torch on ``device``
-        (e.g. :func:`nmt.decoding.ctranslate2.ct2_search`)
+    :param search: a search to go on with (its generator goes on) instead of a new one
     :param count: adds the outputs that stopped at their length limit to it; without, they are logged
         (:meth:`LimitCount.log`)
     """
-    search = search or torch_search(model, config, device, bf16)
+    search = search or translator.new_search()
     tally = LimitCount() if count is None else count
     tally.outputs += len(lines)
     hyps = [""] * len(lines)
-    for chunk, limits, out in search_lines(model, src_sp, lines, config, search, name, first_line, progress):
+    for chunk, limits, out in search_lines(translator, lines, search, name, first_line, progress):
         tally.add(out, limits)
         for i, hyp in zip(chunk, out, strict=True):
-            hyps[i] = trg_sp.decode(hyp)
+            hyps[i] = translator.trg_sp.decode(hyp)
     if count is None:
-        tally.log(name, config)
+        tally.log(name, translator.config)
     return hyps
 
 
 def translate_nbest(
-    model: "DecodingModel",
-    src_sp: spm.SentencePieceProcessor,
-    trg_sp: spm.SentencePieceProcessor,
+    translator: Translator,
     lines: list[str],
-    config: DecodeConfig,
-    device: "torch.device",
     nbest: int,
-    bf16: str = "auto",
     name: str = "input",
     first_line: int = 1,
     count: LimitCount | None = None,
@@ -334,77 +317,17 @@ def translate_nbest(
     output's subwords and EOS) divided by the length penalty. An empty line gives one entry
     ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines` (``count``: of the best translations).
     """
-    search = torch_search(model, config, device, bf16, nbest)
+    search = torch_search(translator, nbest)
     tally = LimitCount() if count is None else count
     tally.outputs += len(lines)
     result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in lines]
-    for chunk, limits, out in search_lines(model, src_sp, lines, config, search, name, first_line):
+    for chunk, limits, out in search_lines(translator, lines, search, name, first_line):
         tally.add([hyps[0].ids if hyps else [] for hyps in out], limits)
         for i, hyps in zip(chunk, out, strict=True):
-            result[i] = [(trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
+            result[i] = [(translator.trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
     if count is None:
-        tally.log(name, config)
+        tally.log(name, translator.config)
     return result
-
-
-def translate_windows(
-    model: "DecodingModel | CTranslate2Model",
-    src_sp: spm.SentencePieceProcessor,
-    trg_sp: spm.SentencePieceProcessor,
-    lines: Iterable[str],
-    config: DecodeConfig,
-    device: "torch.device | None",
-    name: str = "input",
-    window: int = CHUNK_LINES,
-    bf16: str = "auto",
-    nbest: int | None = None,
-    progress: Callable[[int], None] | None = None,
-    search: Search | None = None,
-) -> Iterator[list]:
-    """Translate ``lines`` of any number ``window`` lines at a time (bounded memory), as they arrive.
-
-    Each window is read, sorted by length, translated and yielded as a list in input order: of
-    strings (:func:`translate_lines`), or with ``nbest`` of n-best lists (:func:`translate_nbest`).
-    A window of 1 answers every line before the next one is read (interactive use through a pipe).
-    Every window is searched by the same search, so sampling draws on from one generator seeded once
-    per call: windows of the same lines get other samples, and the noise of back-translation does not
-    repeat every ``window`` lines; the whole input samples the same way twice.
-
-    Once the input is done, one line logs how many outputs of all windows stopped at their length limit
-    (:meth:`LimitCount.log`).
-
-    :param progress: passed on to :func:`translate_lines` (lines done after each batch)
-    :param search: passed on to :func:`translate_lines`; by default :func:`torch_search`
-    """
-    search = search or (torch_search(model, config, device, bf16) if nbest is None else None)
-    lines = iter(lines)
-    first_line = 1
-    count = LimitCount()
-    while chunk := list(itertools.islice(lines, window)):
-        if nbest is None:
-            yield translate_lines(
-                model, src_sp, trg_sp, chunk, config, device, bf16, name, first_line, progress, search, count
-            )
-        else:
-            yield translate_nbest(model, src_sp, trg_sp, chunk, config, device, nbest, bf16, name, first_line, count)
-        first_line += len(chunk)
-    count.log(name, config)
-
-
-def translate_stream(
-    model: "DecodingModel | CTranslate2Model",
-    src_sp: spm.SentencePieceProcessor,
-    trg_sp: spm.SentencePieceProcessor,
-    lines: Iterable[str],
-    config: DecodeConfig,
-    device: "torch.device | None",
-    name: str = "input",
-    progress: Callable[[int], None] | None = None,
-    search: Search | None = None,
-) -> Iterator[str]:
-    """:func:`translate_lines` over ``lines`` of any number, :data:`CHUNK_LINES` at a time (bounded memory)."""
-    for hyps in translate_windows(model, src_sp, trg_sp, lines, config, device, name, progress=progress, search=search):
-        yield from hyps
 
 
 def decoding_threads(asked: int | None = None) -> tuple[int, str]:
@@ -414,8 +337,8 @@ def decoding_threads(asked: int | None = None) -> tuple[int, str]:
 
     Not torch's own default: torch sizes its thread pool when it loads, so a process pinned to fewer CPUs later
     (``taskset -p``, ``os.sched_setaffinity``) would still run a thread per CPU of the machine. Threads that share a
-    CPU, with each other or with a busy process, wait for each other at every operator: 13.5 s for 5 sentences on
-    2 threads beside a busy process, 1.4 s on one (issue 55), so give fewer there (``--threads 1``).
+    CPU, with each other or with a busy process, wait for each other at every operator, so give fewer there
+    (``--threads 1``; docs/cli.md, ``--threads``, has the figures).
     """
     if asked:
         return asked, "asked"
@@ -434,8 +357,8 @@ def load_decoding(
     bf16: str = "auto",
     threads: int | None = None,
     workers: int | None = None,
-) -> tuple["DecodingModel | CTranslate2Model", spm.SentencePieceProcessor, spm.SentencePieceProcessor, Search]:
-    """The model of ``config.runtime`` with its subword models and its search.
+) -> Translator:
+    """The :class:`Translator` of ``config.runtime``: its model with its subword models and search settings.
 
     torch loads model directories (several as an ensemble, :func:`nmt.decoding.ensemble.load_ensemble`) and searches
     with :func:`torch_search`; ctranslate2 loads one CTranslate2 export, or one model directory exported at start-up
@@ -462,32 +385,24 @@ def load_decoding(
         cpu_threads = torch.get_num_threads() if dev.type == "cpu" else 1
         if dev.type == "cpu":
             _log_threads(threads, source)
-        return model, src_sp, trg_sp, torch_search(model, config, dev, bf16, threads=cpu_threads, workers=workers)
+        return Translator(model, src_sp, trg_sp, config, dev, bf16, cpu_threads, workers)
     if len(model_dirs) > 1:
         raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
     config.check("decoding")  # refuses beam search before the model loads
-    from nmt.decoding.ctranslate2 import ct2_device, ct2_search, load_ctranslate2
+    from nmt.decoding.ctranslate2 import ct2_device, load_ctranslate2
 
     # CTranslate2's own default is 4 threads, whatever the machine.
     ct2_dev = ct2_device(device)
     model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], ct2_dev, threads)
     if ct2_dev == "cpu":
         _log_threads(threads, source)
-    return model, src_sp, trg_sp, ct2_search(model.translator, src_sp, trg_sp, config)
+    return Translator(model, src_sp, trg_sp, config)
 
 
 def _log_threads(threads: int, source: str) -> None:
     """One INFO line, once the model loaded (an error before it stays the only line): the threads and their source."""
     how = "" if source == "asked" else "; --threads N (or OMP_NUM_THREADS) sets them, e.g. 1 beside a busy process"
     log.info("decoding on %d CPU thread%s (%s%s)", threads, "s" if threads > 1 else "", source, how)
-
-
-def check_source(path: str | Path) -> Path:
-    """``path`` as a :class:`Path` if it is a file; else a :class:`DataError` saying what it is."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: {'is a directory, not a file' if path.is_dir() else 'file not found'}")
-    return path
 
 
 def decoding_record(model: "DecodingModel | CTranslate2Model", device: str = "auto", bf16: str = "auto") -> dict:
@@ -505,50 +420,3 @@ def decoding_record(model: "DecodingModel | CTranslate2Model", device: str = "au
     dtype = mixed_precision(dev, bf16)
     precision = str(dtype).removeprefix("torch.") if dtype else "float32"
     return {"runtime": "torch", "device": dev.type, "precision": precision, **settings}
-
-
-def translate_file(
-    model_dirs: str | Path | list[str | Path],
-    src_path: str | Path,
-    hyp_path: str | Path,
-    config: DecodeConfig,
-    device: str = "auto",
-    progress_every: float = LOG_EVERY,
-    threads: int | None = None,
-    bf16: str = "auto",
-    record_path: str | Path | None = None,
-) -> int:
-    """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
-
-    The output has one line per input line, with the policies of :func:`read_source` (bytes that are
-    not UTF-8) and :func:`translate_lines` (empty and overlong lines).
-
-    :param model_dirs: a model directory, or several to decode with their ensemble
-    :param device: and ``bf16``, ``threads``: as :func:`load_decoding` takes them
-    :param record_path: where to write the :func:`decoding_record` (JSON) of the translation, with its ``hyp_path``
-    :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
-    """
-    src_path = check_source(src_path)
-    model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
-    model, src_sp, trg_sp, search = load_decoding(model_dirs, config, device, bf16, threads=threads)
-    log.info(
-        "translating %s with %s (device %s, %d model%s)",
-        src_path, config, device, len(model_dirs), "s" if len(model_dirs) > 1 else "",
-    )  # fmt: skip
-    n = 0
-    with (
-        open(src_path, "rb") as src,
-        atomic_text(hyp_path) as out,
-        Progress(f"translating {src_path}", count_lines(src_path), "lines", every=progress_every) as progress,
-    ):
-        lines = read_source(src, str(src_path))
-        for hyp in translate_stream(model, src_sp, trg_sp, lines, config, None, str(src_path), progress.update, search):
-            out.write(hyp + "\n")
-            n += 1
-    if n == 0:
-        log.warning("%s: empty, nothing to translate", src_path)
-    if record_path is not None:
-        record = {"hyp": str(hyp_path), **decoding_record(model, device, bf16)}
-        log.info("decoded on %s in %s (%s)", record["device"], record["precision"], record["runtime"])
-        write_text(record_path, json.dumps(record, indent=2) + "\n")
-    return n

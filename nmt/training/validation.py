@@ -12,7 +12,7 @@ import torch
 from nmt.atomic import read_lines
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data.batches import ParallelData, make_batch, token_batches
-from nmt.decoding.translation import position_limit, translate_lines
+from nmt.decoding.translation import Translator, position_limit, translate_lines
 from nmt.device import autocast
 from nmt.errors import DataError
 from nmt.evaluation.metrics import score_metric
@@ -128,7 +128,8 @@ def validate(
         _, nll = criterion(logits, batch.trg_out)
         nll_sum, n_tokens = nll_sum + float(nll), n_tokens + batch.n_trg_tokens
     search = valid_search(config)
-    hyps = translate_lines(model, dev.src_sp, dev.trg_sp, dev.src_lines, search, device, config.bf16, dev.names[0])
+    translator = Translator(model, dev.src_sp, dev.trg_sp, search, device, config.bf16)
+    hyps = translate_lines(translator, dev.src_lines, dev.names[0])
     scores = {}
     for name in ("bleu", "chrf"):
         score, signature = score_metric(name, hyps, dev.ref_lines, config.trg_lang)
