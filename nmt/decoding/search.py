@@ -171,27 +171,18 @@ def beam_search_nbest(
     Each step expands every live hypothesis, keeps 2K candidates per sentence, offers candidates
     ending in EOS among the best K to the sentence's ``nbest`` best finished hypotheses, and continues
     with the K best others. A sentence leaves the batch (its state rows are dropped) when ``stop`` says
-    so, or at its length limit, so the work shrinks as sentences finish. Stopping rules:
-
-    - ``"exact"``: when no live hypothesis can still beat the ``nbest``-th best finished one.
-      Log-probabilities are never positive, so a live hypothesis's normalised score can at most
-      reach its current score divided by the largest length penalty it can still reach (at its
-      length limit for ``alpha >= 0``). The result is the one of ``"never"``, usually after far fewer steps.
-    - ``"first_k"``: once K hypotheses have finished, as fairseq does; a live hypothesis may
-      still have beaten them. Kept to measure what the exact rule costs and gains.
-    - ``"never"``: only at the length limit.
-
-    At its length limit a hypothesis can only end: EOS is forced there. With ``eos_at_limit="charged"`` its score
-    still adds EOS's log-probability, as fairseq, Marian and OpenNMT-py score it, so a hypothesis cut in the middle
-    of a loop (where the model gives EOS little mass) does not beat one that ended; ``"free"`` adds nothing there,
-    as CTranslate2 scores a hypothesis stopped at its ``max_decoding_length`` (benchmarks/README.md, "small").
+    so (:func:`_is_done`), or at its length limit, so the work shrinks as sentences finish. At its length limit a
+    hypothesis can only end: EOS is forced there.
 
     :param src: source ids (B, S) with EOS, right-padded
     :param alpha: length penalty exponent; 0 ranks by raw log-probability
-    :param stop: ``"exact"``, ``"first_k"`` or ``"never"``
+    :param stop: ``"exact"`` (the result of ``"never"``, usually after far fewer steps), ``"first_k"`` (as fairseq)
+        or ``"never"``: see :func:`_is_done`
     :param nbest: finished hypotheses kept per sentence, at most ``beam_size``
-    :param eos_at_limit: ``"charged"`` or ``"free"``: the log-probability of the EOS forced at the length limit
-        counts, or counts 0
+    :param eos_at_limit: ``"charged"``: the EOS forced at the length limit adds its log-probability, as fairseq,
+        Marian and OpenNMT-py score it, so a hypothesis cut in the middle of a loop (where the model gives EOS little
+        mass) does not beat one that ended; ``"free"``: it adds nothing, as CTranslate2 scores a hypothesis stopped
+        at its ``max_decoding_length`` (benchmarks/README.md, "small")
     :return: for each sentence up to ``nbest`` hypotheses, best first (fewer only if fewer finished)
     """
     _check_beam_options(beam_size, stop, nbest, eos_at_limit)
@@ -220,24 +211,18 @@ def beam_search_nbest(
         else:
             lprobs, state = _next_lprobs(model, tokens[:, -1], state, at_limit, None, eos_free)  # (n*K, V)
             fixed = {i: x for i, x in _tensors(state).items() if i in fixed}
-        n, V = len(active), lprobs.size(-1)
-        cand = lprobs.add_(scores[:, None]).view(n, K * V)  # in place: lprobs is this step's own tensor
-        top_scores, top_idx = cand.topk(2 * K, dim=1)  # (n, 2K)
-        del lprobs, cand  # megabytes: not to be held through the next step
-        beam, tok = top_idx // V, top_idx % V
+        top_scores, tok, rows = _top_candidates(lprobs, scores, K)  # (n, 2K) each
+        del lprobs  # megabytes: not to be held through the next step
         is_eos = tok == EOS
-        rows = torch.arange(n, device=device)[:, None] * K + beam  # (n, 2K) row of the parent
-        n_finished += (is_eos[:, :K] & torch.isfinite(top_scores[:, :K])).sum(dim=1)
-        kth_score = _keep_finished(finished, active, kth_score, top_scores[:, :K], is_eos[:, :K], rows, tokens,
-                                   length_penalty(t + 1, alpha), nbest)  # fmt: skip
-        keep_scores, sel = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
-        parents = rows.gather(1, sel).view(-1)
-        tokens = torch.cat([tokens.index_select(0, parents), tok.gather(1, sel).view(-1, 1)], dim=1)
-        scores = keep_scores.view(-1)
+        best, best_eos = top_scores[:, :K], is_eos[:, :K]  # (n, K) the K best candidates
+        n_finished += (best_eos & torch.isfinite(best)).sum(dim=1)
+        lp = length_penalty(t + 1, alpha)  # of the hypotheses finishing now
+        kth_score = _keep_finished(finished, active, kth_score, best, best_eos, rows, tokens, lp, nbest)
+        tokens, scores, parents = _continue_beams(top_scores, tok, rows, is_eos, tokens, K)
         state = _move_beams(state, parents, fixed)
         t += 1
         done = _is_done(
-            stop, limit <= t, scores.view(n, K), kth_score, limit_lp, length_penalty(t + 1, alpha), n_finished, K
+            stop, limit <= t, scores.view(-1, K), kth_score, limit_lp, length_penalty(t + 1, alpha), n_finished, K
         )
         if bool(done.any()):
             still = (~done).nonzero().flatten()
@@ -265,6 +250,37 @@ def _first_step(
     lprobs = torch.cat([lprobs[:, None], lprobs.new_full((B, K - 1, lprobs.size(-1)), float("-inf"))], dim=1)
     rows = torch.arange(B, device=src.device).repeat_interleave(K)
     return lprobs.view(B * K, -1), map_tensors(state, lambda x: x.index_select(0, rows), lambda x: x)
+
+
+def _top_candidates(
+    lprobs: torch.Tensor, scores: torch.Tensor, K: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each sentence's 2K best extensions by one token of its K live hypotheses.
+
+    :param lprobs: log-probabilities of the next token (n*K, V), this step's own tensor: ``scores`` are added in place
+    :param scores: the sums of the log-probabilities of the live hypotheses (n*K,)
+    :return: the candidates' sums (n, 2K), best first, their tokens (n, 2K) and the rows of their parents (n, 2K)
+    """
+    V = lprobs.size(-1)
+    n = lprobs.size(0) // K
+    top_scores, top_idx = lprobs.add_(scores[:, None]).view(n, K * V).topk(2 * K, dim=1)  # (n, 2K)
+    rows = torch.arange(n, device=lprobs.device)[:, None] * K + top_idx // V
+    return top_scores, top_idx % V, rows
+
+
+def _continue_beams(
+    top_scores: torch.Tensor, tok: torch.Tensor, rows: torch.Tensor, is_eos: torch.Tensor, tokens: torch.Tensor, K: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The K best candidates of each sentence that do not end in EOS, the live hypotheses of the next step.
+
+    :param top_scores: and ``tok``, ``rows``, ``is_eos``: the candidates (n, 2K) of :func:`_top_candidates`
+    :param tokens: the live prefixes (n*K, t + 1), BOS first
+    :return: the new prefixes (n*K, t + 2), their scores (n*K,) and the rows of their parents (n*K,)
+    """
+    keep_scores, sel = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=1)  # (n, K)
+    parents = rows.gather(1, sel).view(-1)
+    tokens = torch.cat([tokens.index_select(0, parents), tok.gather(1, sel).view(-1, 1)], dim=1)
+    return tokens, keep_scores.view(-1), parents
 
 
 def _tensors(state: Any) -> dict[int, torch.Tensor]:
@@ -404,7 +420,15 @@ def _is_done(
     n_finished: torch.Tensor,
     K: int,
 ) -> torch.Tensor:
-    """Which of the n active sentences are done, shape (n,).
+    """Which of the n active sentences are done, shape (n,): at their length limit, or by the rule ``stop``.
+
+    - ``"exact"``: when no live hypothesis can still beat the ``nbest``-th best finished one.
+      Log-probabilities are never positive, so a live hypothesis's normalised score can at most
+      reach its current score divided by the largest length penalty it can still reach (at its
+      length limit for ``alpha >= 0``). The result is the one of ``"never"``, usually after far fewer steps.
+    - ``"first_k"``: once K hypotheses have finished, as fairseq does; a live hypothesis may
+      still have beaten them. Kept to measure what the exact rule costs and gains.
+    - ``"never"``: only at the length limit.
 
     :param at_limit: whether the sentence reached its length limit (n,)
     :param live: scores of the live hypotheses (n, K), -inf for dead ones
