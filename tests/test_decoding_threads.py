@@ -1,4 +1,4 @@
-"""Decoding's default thread count: the CPUs the process may use, or OMP_NUM_THREADS (issue 55)."""
+"""Decoding's default thread count: the CPUs the process may use, or OMP_NUM_THREADS."""
 
 import os
 import subprocess

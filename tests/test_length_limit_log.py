@@ -1,4 +1,4 @@
-"""Translation logs how many outputs stopped at their length limit (issue 55): one line per set of lines."""
+"""Translation logs how many outputs stopped at their length limit: one line per set of lines."""
 
 import logging
 

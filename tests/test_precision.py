@@ -178,11 +178,12 @@ def _onednn_runs_bf16_products() -> bool:
 
 
 def test_bf16_updates_of_many_lengths_do_not_fill_onednn_cache():
-    """Importing nmt caps oneDNN's primitive cache: one kept per shape grew bf16 training to 2.9 GB."""
+    """Importing nmt caps oneDNN's primitive cache, which keeps a primitive per shape of a bf16 product
+    (benchmarks/README.md, "What made it faster", "oneDNN's primitive cache")."""
     if not _onednn_runs_bf16_products():
         pytest.skip("this CPU runs bf16 matrix products without oneDNN, so there is no primitive cache to fill")
     capped, torch_default = _growth_mb({}), _growth_mb({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"})
-    if torch_default < 100:  # 915 MB on an AVX-512 BF16 CPU
+    if torch_default < 100:
         pytest.skip(f"oneDNN's primitives keep little memory on this CPU ({torch_default} MB uncapped)")
     assert capped < 0.8 * torch_default, (capped, torch_default)
 

@@ -44,15 +44,16 @@ VARIANTS = list(
 )
 
 
+# The sizes of every variant: tiny.
+SIZES = {"enc_layers": 2, "dec_layers": 2, "hidden_size": 8, "emb_dim": 6, "attention_dim": 5, "output_dim": 4}
+
+
 @pytest.mark.parametrize(
     "cell, attention, query, feeding, init, output, encoder", VARIANTS, ids=["-".join(map(str, v)) for v in VARIANTS]
 )
 def test_every_variant_decodes_incrementally_as_teacher_forced(cell, attention, query, feeding, init, output, encoder):
-    options = dict(
-        cell=cell, attention=attention, attention_query=query, input_feeding=feeding, init_state=init,
-        output_layer=output, enc_layers=2, dec_layers=2, hidden_size=8, emb_dim=6, attention_dim=5, output_dim=4,
-        **ENCODERS[encoder],
-    )  # fmt: skip
+    variant = {"cell": cell, "attention": attention, "attention_query": query, "input_feeding": feeding}
+    options = {**variant, "init_state": init, "output_layer": output, **SIZES, **ENCODERS[encoder]}
     if attention == "dot" and encoder == "bi-concat":  # encoder outputs 2H, decoder states H
         with pytest.raises(ConfigError, match="'dot' needs encoder outputs of hidden_size 8, got 16"):
             tiny_model("rnn", V, **options)

@@ -243,13 +243,13 @@ def _normalize_in_a_fresh_process(model_dir, line: str) -> tuple[list[str], list
 
 
 def test_a_model_without_normalization_does_not_load_the_normalizer(trained_model):
-    """sacremoses and langid take a quarter of a second to import, a twentieth of translating a test set."""
+    """sacremoses and langid are slow to import (benchmarks/README.md, "What made it faster", "Start-up")."""
     model_dir, _ = trained_model
     assert _normalize_in_a_fresh_process(model_dir, "a  b") == (["a  b"], [])
 
 
 def test_normalizing_the_input_loads_only_the_punctuation_normalizer_of_sacremoses(tmp_path):
-    """The sacremoses package imports its tokenizer, truecaser and joblib, 0.2-0.3 s of a translation process."""
+    """The sacremoses package imports its tokenizer, truecaser and joblib, which translation does not need."""
     meta = {"source_normalization": {"lang": "fr", "unicode": "NFC", "moses_punctuation": True}}
     (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     assert _normalize_in_a_fresh_process(tmp_path, "Il a dit \u00ab oui \u00bb ?") == (['Il a dit " oui " ?'], [])
