@@ -134,7 +134,7 @@ def _batches(ids: list[list[int]], config: DecodeConfig, limit: int | None) -> I
 Search = Callable[[list[SourceBatch]], Iterator[list]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Translator:
     """What every translation with a model shares: the model, its subword models and the search settings.
 
@@ -147,7 +147,7 @@ class Translator:
     trg_sp: spm.SentencePieceProcessor
     config: DecodeConfig
     device: "torch.device | None" = None  # torch's; None for CTranslate2, whose model holds its device
-    bf16: str = "auto"  # torch: the precision setting of autocast (nmt.device.autocast)
+    bf16: str = "auto"  # torch: the precision setting (auto, on, off) of autocast (nmt.device.autocast)
     threads: int = 1  # torch on the CPU: the process's computing threads, shared by the workers (1 on a GPU)
     workers: int | None = None  # torch on the CPU: batches searched at once (None: torch_search's default)
 
@@ -206,7 +206,7 @@ def torch_search(translator: Translator, nbest: int | None = None) -> Search:
     better than they split over two, and each worker holds one batch's search in memory (benchmarks/README.md,
     "What made it faster"). So by default greedy search runs one worker per thread (at most
     :data:`nmt.config.AUTO_WORKERS`), and beam search, whose batch holds K hypotheses per sentence, one batch at a
-    time. Sampling always takes one batch at a time, so that its draws follow the batches' order.
+    time. Sampling, so that its draws follow the batches' order, and the n-best lists always take one batch at a time.
     """
     import torch
 
@@ -232,8 +232,10 @@ def torch_search(translator: Translator, nbest: int | None = None) -> Search:
                 return sample_search(model, src, config.sampling_topk, generator, a, b)
             return beam_search(model, src, max_len_a=a, max_len_b=b, **beam)
 
-    greedy = config.method == "greedy" and nbest is None
-    most = 1 if config.method == "sample" else min(threads, workers or (AUTO_WORKERS if greedy else 1))
+    if config.method == "sample" or nbest is not None:
+        most = 1
+    else:
+        most = min(threads, workers or (AUTO_WORKERS if config.method == "greedy" else 1))
 
     def search(batches: list[SourceBatch]) -> Iterator[list]:
         n = min(most, len(batches))
