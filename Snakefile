@@ -44,7 +44,7 @@ import sys
 from snakemake.utils import min_version
 
 from nmt.errors import ConfigError
-from nmt.experiment import check_config_syntax
+from nmt.config_file import check_config_syntax
 
 min_version("9.0")
 

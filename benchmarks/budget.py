@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from nmt.config import TrainConfig, from_dict  # noqa: E402
 from nmt.evaluation.plots import VALID_COLUMNS, read_log  # noqa: E402
-from nmt.experiment import parse_model  # noqa: E402
+from nmt.config_file import parse_model  # noqa: E402
 
 
 def prepare(workdir: Path, mirror: str, overrides: list[str]) -> dict[str, Path]:

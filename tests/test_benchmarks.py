@@ -22,7 +22,7 @@ from test_workflow import needs_mirror
 
 from nmt.data.binarize import BinarizedData
 from nmt.data.subword import load_subword
-from nmt.experiment import parse_model
+from nmt.config_file import parse_model
 from nmt.vocab import EOS
 
 

@@ -5,33 +5,18 @@ import os
 import sys
 import types
 
-import jsonschema
-import yaml
-from jsonschema.exceptions import best_match
-from snakemake.utils import update_config, validate
+from snakemake.utils import validate
 
 from nmt.atomic import remove_stale_temp_files
+from nmt.config_file import check_config, load_experiment
 from nmt.data.download import MIRROR_ENV, local_file
 from nmt.errors import ConfigError
-from nmt.experiment import BASELINE, DISTILLED, Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
+from nmt.experiment import BASELINE, DISTILLED, Run
 
 
-def check_config(config, schema_path):
-    """Raise ConfigError naming the first bad key before validate() fills in defaults; --config values read as
-    YAML, then YAML 1.1's misreadings (bf16: on as True, 1e-3 as a string) read as the schema means them."""
-    with open(schema_path) as f:
-        schema = yaml.safe_load(f)
-    for key, value in workflow.config_settings.config.items():
-        update_config(config, {key: read_overrides(value, schema["properties"].get(key, {}), key)})
-    config.update(read_yaml_habits(config, schema))
-    error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
-    if error is not None:
-        raise ConfigError(f"key '{'.'.join(map(str, error.absolute_path)) or '(top level)'}': {error.message}")
-    reject_training_seeds(config)
-
-
+# A bad key stops the run with one line naming it, before validate() fills in the schema's defaults.
 try:
-    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    check_config(config, workflow.source_path("../schemas/config.schema.yaml"), workflow.config_settings.config)
     validate(config, "../schemas/config.schema.yaml")
     EXPERIMENT = load_experiment(config)
 except ConfigError as e:
