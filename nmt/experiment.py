@@ -101,7 +101,7 @@ class Distillation:
     stage, the ensemble of its seeds when there are several) translates the cleaned training source with
     ``generation``; each student (a model of ``models``) is trained again on the result (stage ``distilled``),
     decoded with ``decoding`` in all its stages, and each CTranslate2 ``quantizations`` export of its first seed's
-    distilled model is decoded too, for the deployment table."""
+    distilled model is decoded too, for the distillation table."""
 
     teacher: str
     teacher_stage: str
@@ -141,7 +141,7 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Deployed:
+class DistillationRow:
     """A row of the distillation table: a run decoded in torch, or (``quantization``) its CTranslate2 export."""
 
     role: str
@@ -153,7 +153,7 @@ class Deployed:
 
 @dataclass(frozen=True)
 class Experiment:
-    """Everything the workflow builds, from a validated config (see :func:`load_experiment`)."""
+    """Everything the workflow builds, from a validated config (see :func:`nmt.config_file.load_experiment`)."""
 
     pairs: tuple[str, ...]
     corpora: dict[str, CorpusConfig]
@@ -265,19 +265,17 @@ class Experiment:
         on the parallel data and the same student distilled are compared alike), else the decoding section."""
         return self.distillation.decoding if model in self.students else self.decoding
 
-    def teacher_files(self, src: str, trg: str) -> list[str]:
-        """The model files of the teacher: one per seed (several decode as an ensemble)."""
-        d = self.distillation
-        return [f"results/{src}-{trg}/{d.teacher}/{d.teacher_stage}/seed{seed}/model/model.pt" for seed in self.seeds]
-
-    def deployed(self) -> list[Deployed]:
+    def distillation_rows(self) -> list[DistillationRow]:
         """The rows of the distillation table: the teacher's run (the ensemble of its seeds when there are several),
         then per student its first seed on the parallel data, distilled, and each CTranslate2 export of that."""
         d, first = self.distillation, f"seed{self.seeds[0]}"
-        rows = [Deployed("teacher", d.teacher, d.teacher_stage, self.runs[-1])]
+        rows = [DistillationRow("teacher", d.teacher, d.teacher_stage, self.runs[-1])]
         for student in d.students:
-            rows += [Deployed("student", student, BASELINE, first), Deployed("student", student, DISTILLED, first)]
-            rows += [Deployed("student", student, DISTILLED, first, q) for q in d.quantizations]
+            rows += [
+                DistillationRow("student", student, BASELINE, first),
+                DistillationRow("student", student, DISTILLED, first),
+            ]
+            rows += [DistillationRow("student", student, DISTILLED, first, q) for q in d.quantizations]
         return rows
 
     def model_meta(self, src: str, trg: str, stage: str) -> ModelMeta:

@@ -63,9 +63,6 @@ def test_distillation_teacher_students_and_their_search():
     assert experiment.test_decoding("transformer").beam_size == 3
     assert experiment.distillation.generation.beam_size == 2
     assert experiment.distillation.export_decoding.runtime == "ctranslate2"
-    assert experiment.teacher_files("en", "de") == [
-        f"results/en-de/transformer/baseline/seed{n}/model/model.pt" for n in (1, 2)
-    ]
     # Distilled targets only (upsample_real 0) unless with_real; the students' data are never tagged.
     assert experiment.distillation.synthetic.upsample_real == 0
     assert not experiment.model_meta("en", "de", "distilled").tagged_bt
@@ -74,7 +71,7 @@ def test_distillation_teacher_students_and_their_search():
     assert mixed.distillation.synthetic.upsample_real == 1
     assert mixed.describe_data("distilled") == "distilled (transformer tiny, beam2, + parallel)"
     # The rows of the distillation table: the teacher's ensemble, each student's first seed in torch and exported.
-    assert [(d.role, d.model, d.stage, d.run, d.quantization) for d in experiment.deployed()] == [
+    assert [(d.role, d.model, d.stage, d.run, d.quantization) for d in experiment.distillation_rows()] == [
         ("teacher", "transformer", "baseline", "ensemble", None),
         ("student", "student", "baseline", "seed1", None),
         ("student", "student", "distilled", "seed1", None),

@@ -42,7 +42,7 @@ SCORING = {"score_translations": 0, "significance": 1, "collect_scores": 1, "all
 # The distillation jobs after a new teacher: its 2 parts, the corpus, the student's export, the timing and the table.
 DISTILLED = {
     "distill_part": 2, "build_distilled_corpus": 1, "binarize_corpus": 1, "export_student": 1, "translate_export": 1,
-    "time_distillation": 1, "distillation_table": 1,
+    "time_distillation": 1, "tabulate_distillation": 1,
 }  # fmt: skip
 RERUNS = {
     # The Transformer's trainings (2 seeds x baseline and 2 variants), their translations (with the ensembles)
@@ -54,7 +54,7 @@ RERUNS = {
     # The students decode with distillation.decoding: only the others' translations (and the teacher's row, timed
     # again with its students).
     "decoding={beam_size: 4}": {
-        "translate_test": 15, **SCORING, "score_translations": 15, "time_distillation": 1, "distillation_table": 1,
+        "translate_test": 15, **SCORING, "score_translations": 15, "time_distillation": 1, "tabulate_distillation": 1,
     },
     # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {

@@ -3,7 +3,6 @@
 import dataclasses
 import os
 import sys
-import types
 
 from snakemake.utils import validate
 
@@ -177,39 +176,43 @@ def distillation(name):
     return lambda wildcards: plain(getattr(KD, name))
 
 
-def deployed_files(pair, test, row):
-    """A row of the distillation table: its translation of ``test``, its model files (the ensemble's, one per seed)
-    and the source it translated, from the patterns of the rule that translates it, and that rule's search."""
+def get_teacher_files(wildcards):
+    """Input function: the teacher's model files, one per seed (several decode as an ensemble)."""
+    pair = get_pair(wildcards)
+    return [f"results/{pair}/{KD.teacher}/{KD.teacher_stage}/seed{seed}/model/model.pt" for seed in EXPERIMENT.seeds]
+
+
+def distillation_row_files(pair, test, row):
+    """The files of a row of the distillation table as its decoding job (translate_test, or translate_export for a
+    CTranslate2 export) writes and reads them: its translation of ``test``, its model files (the ensemble's, one per
+    seed), the source it translated, and the reference."""
     src, trg = pair.split("-")
-    w = {"src": src, "trg": trg, "model": row.model, "test": test}
     if row.quantization is None:
-        job = rules.translate_test
-        w.update(stage=row.stage, run=row.run)
+        hyp = f"results/{pair}/{row.model}/{row.stage}/{row.run}/translations/{test}.{trg}"
+        models = [
+            f"results/{pair}/{row.model}/{row.stage}/seed{seed}/model/model.pt" for seed in EXPERIMENT.run_seeds(row.run)
+        ]
     else:
-        job = rules.translate_export
-        w.update(seed=row.run.removeprefix("seed"), quantization=row.quantization)
-    given = job.input.models  # an input function (an ensemble's seeds) or a list of patterns
-    models = given(types.SimpleNamespace(**w)) if callable(given) else [pattern.format(**w) for pattern in given]
-    decoding = KD.export_decoding if row.quantization else EXPERIMENT.test_decoding(row.model)
-    return job.output.hyp.format(**w), models, job.input.src.format(**w), plain(decoding)
+        hyp = f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/translations/{test}.{trg}"
+        models = [f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/model/model.bin"]
+    src_file, ref = f"results/{pair}/data/eval/{test}.{src}", f"results/{pair}/data/eval/{test}.{trg}"
+    return {"hyp": hyp, "models": models, "src": src_file, "ref": ref}
 
 
-def get_deployment_rows(wildcards):
-    """The distillation table's rows per pair and test set: what identifies each, its files and search, and the
-    reference."""
+def get_distillation_rows(wildcards):
+    """The distillation table's rows per pair and test set: what identifies each, its search, and its files."""
     rows = []
     for pair in EXPERIMENT.pairs:
         for test in EXPERIMENT.data.test:
-            for row in EXPERIMENT.deployed():
-                hyp, models, src, decoding = deployed_files(pair, test, row)
-                ref = f"results/{pair}/data/eval/{test}.{pair.split('-')[1]}"
-                files = {"hyp": hyp, "models": models, "src": src, "ref": ref}
-                rows.append({**plain(row), "pair": pair, "test": test, "decoding": decoding, **files})
+            for row in EXPERIMENT.distillation_rows():
+                decoding = KD.export_decoding if row.quantization else EXPERIMENT.test_decoding(row.model)
+                files = distillation_row_files(pair, test, row)
+                rows.append({**plain(row), "pair": pair, "test": test, "decoding": plain(decoding), **files})
     return rows
 
 
-def get_deployment_files(wildcards):
-    rows = get_deployment_rows(wildcards)
+def get_distillation_files(wildcards):
+    rows = get_distillation_rows(wildcards)
     return {
         "hyps": [row["hyp"] for row in rows],
         "models": sorted({model for row in rows for model in row["models"]}),
