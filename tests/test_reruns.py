@@ -97,7 +97,7 @@ def test_a_rerun_after_config_changes_equals_a_run_from_scratch(tmp_path):
     (run / "config.yaml").write_text(yaml.safe_dump(swapped))
     assert "rule binarize_corpus:" in snakemake(run, "-n").stdout
     (run / "config.yaml").write_text(yaml.safe_dump(old | {"tables": old["tables"] | {"baseline": "rnn"}}))
-    assert "rule significance:" in snakemake(run, "-n").stdout
+    assert "rule compute_significance:" in snakemake(run, "-n").stdout
 
     for workdir in (run, fresh):
         write_corpus(workdir / "data/extra", "train", 20000, 20100)

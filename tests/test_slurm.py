@@ -161,9 +161,9 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     assert sorted(submitted.values()) == [
         "binarize_corpus",
         "clean_corpus",
+        "compute_significance",
         "prepare_eval_set",
         "prepare_eval_set",
-        "significance",
         "train_model",
         "train_subword",
         "translate_test",

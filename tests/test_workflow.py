@@ -38,7 +38,7 @@ def planned_jobs(workdir: Path, *overrides: str) -> Counter:
 
 
 # After the tiny run: a changed setting reruns exactly the jobs that depend on it, and what follows them.
-SCORING = {"score_translations": 0, "significance": 1, "collect_scores": 1, "all": 1}
+SCORING = {"score_translations": 0, "compute_significance": 1, "collect_scores": 1, "all": 1}
 # The distillation jobs after a new teacher: its 2 parts, the corpus, the student's export, the timing and the table.
 DISTILLED = {
     "distill_part": 2, "build_distilled_corpus": 1, "binarize_corpus": 1, "export_student": 1, "translate_export": 1,
@@ -110,7 +110,7 @@ def test_default_config_dry_run(tmp_path):
 def test_presets_validate_and_dry_run(tmp_path, preset):
     out = snakemake("-n", "--configfile", str(preset), "--replace-workflow-config", workdir=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    for rule in ("download_corpus", "clean_corpus", "train_model", "significance", "collect_scores"):
+    for rule in ("download_corpus", "clean_corpus", "train_model", "compute_significance", "collect_scores"):
         assert rule in out.stdout
     if preset.stem.startswith("wmt14"):  # statmt.org archives, reference figures from the papers, a student
         assert "fetch_archive" in out.stdout and "split_distillation_source" in out.stdout

@@ -55,7 +55,7 @@ rule score_translations:
 
 
 # Paired bootstrap resampling (sacrebleu) of every run against the baseline system's first seed.
-rule significance:
+rule compute_significance:
     input:
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
         hyps=expand(
@@ -71,16 +71,16 @@ rule significance:
         n_samples=EXPERIMENT.tables.bootstrap_samples,
         seed=EXPERIMENT.tables.bootstrap_seed,
     log:
-        "results/logs/significance/{src}-{trg}.{test}.log",
+        "results/logs/compute_significance/{src}-{trg}.{test}.log",
     benchmark:
-        "results/benchmarks/significance/{src}-{trg}.{test}.tsv"
+        "results/benchmarks/compute_significance/{src}-{trg}.{test}.tsv"
     resources:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(60),
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/significance.py"
+        "../scripts/compute_significance.py"
 
 
 # Collect every score into the tables: long (every run, with the device that decoded it), per system (mean ± std over
