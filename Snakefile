@@ -81,6 +81,6 @@ rule all:
     input:
         "results/tables/scores.csv",
         "results/tables/table.md",
-        get_system_plots(),
-        get_report_pages(),
+        system_plots(),
+        report_pages(),
         ["results/tables/distillation.md"] if KD else [],

@@ -1,4 +1,5 @@
-# Config validation, wildcard constraints, and the get_* params and inputs, each a question to nmt.experiment.
+# Config validation, wildcard constraints, the get_* param and input functions (each a question to nmt.experiment),
+# and the parse-time lists of files that rule all and collect_scores ask for.
 
 import dataclasses
 import os
@@ -135,7 +136,7 @@ def get_corpus_files(role, side):
     return inputs
 
 
-def get_report_pages():
+def report_pages():
     """The HTML pages of the data reports that Snakemake's report shows (the result tables' come with them): each
     training corpus's cleaning, and with back-translation the monolingual sample and each variant's corpus."""
     pages = expand("results/{pair}/data/clean/{corpus}.report.html", pair=EXPERIMENT.pairs, corpus=EXPERIMENT.data.train)
@@ -233,18 +234,9 @@ def get_run_files(name):
     ]
 
 
-def training_params(training):
-    """A TrainConfig as the plain dict of a param, without ``corpus_weights`` when no corpus is weighted: the params
-    of a config without weights stay those recorded before the key existed, so its trained models are not rerun."""
-    params = plain(training)
-    if params["corpus_weights"] is None:
-        del params["corpus_weights"]
-    return params
-
-
 def get_training(wildcards):
     model = get_model(wildcards).name
-    return training_params(EXPERIMENT.training(model, int(wildcards.seed), wildcards.trg, wildcards.stage))
+    return plain(EXPERIMENT.training(model, int(wildcards.seed), wildcards.trg, wildcards.stage))
 
 
 def training_threads(training):
@@ -265,7 +257,7 @@ def get_label_smoothing(wildcards):
 
 
 def get_reverse_training(wildcards):
-    return training_params(EXPERIMENT.reverse_training(wildcards.src))
+    return plain(EXPERIMENT.reverse_training(wildcards.src))
 
 
 def get_system(wildcards, input):
@@ -323,7 +315,7 @@ def get_decoding_bf16(wildcards):
     return get_model(wildcards).training.bf16
 
 
-def get_decoding_records():
+def decoding_records():
     """The decoding record (device, precision) of every scored translation, in the tables' device columns."""
     return [
         f"results/{pair}/{run.model}/{run.stage}/{run.name}/translations/{test}.{pair.split('-')[1]}.json"
@@ -333,7 +325,7 @@ def get_decoding_records():
     ]
 
 
-def get_system_plots():
+def system_plots():
     """The learning curves of the configured systems (the run's targets); the tables' step removes any other."""
     return expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs) + expand(
         "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",

@@ -95,7 +95,7 @@ rule collect_scores:
             test=EXPERIMENT.data.test,
         ),
         tests=expand("results/{pair}/significance/{test}.json", pair=EXPERIMENT.pairs, test=EXPERIMENT.data.test),
-        decodings=get_decoding_records(),
+        decodings=decoding_records(),
     output:
         csv="results/tables/scores.csv",
         md="results/tables/scores.md",
@@ -131,7 +131,7 @@ rule collect_scores:
     params:
         tables=plain(EXPERIMENT.tables),
         # What the config makes: figures of other systems, and the distillation results when it is off, are removed.
-        plots=get_system_plots(),
+        plots=system_plots(),
         distillation=bool(KD),
     log:
         "results/logs/collect_scores/collect_scores.log",
