@@ -18,9 +18,9 @@ from test_workflow import MIRROR, TINY, needs_mirror, snakemake
 
 from nmt.atomic import remove_stale_temp_files
 from nmt.config import CleanConfig, SyntheticConfig
-from nmt.data.backtranslation import build_synthetic_corpus, split_corpus
 from nmt.data.cleaning import clean_corpus, clean_monolingual, prepare_eval_set
 from nmt.data.download import download
+from nmt.data.synthetic import build_synthetic_corpus, split_corpus
 from nmt.errors import NmtError
 
 GERMAN = ["Ein Mädchen läuft.", "Zwei Hunde spielen.", "Der Bär schläft.", "Grüße aus Köln.", "Ein Fußball."]

@@ -264,7 +264,7 @@ def render_mono_report(report_json: str | Path, html_path: str | Path, title: st
 
 
 def render_synthetic_report(report_json: str | Path, html_path: str | Path, title: str) -> None:
-    """The report of :func:`nmt.data.backtranslation.build_synthetic_corpus` as a page: the mixture (real pairs
+    """The report of :func:`nmt.data.synthetic.build_synthetic_corpus` as a page: the mixture (real pairs
     and how often they are repeated, synthetic pairs), and what the filters did to the synthetic pairs."""
     report = _read_json(report_json)
     try:

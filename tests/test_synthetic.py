@@ -1,4 +1,4 @@
-"""Back-translation corpus building: splitting, degenerate-output filters, tagging and the data mix."""
+"""nmt.data.synthetic: splitting, degenerate-output filters, tagging and the data mix of synthetic corpora."""
 
 import hashlib
 import json
@@ -9,8 +9,8 @@ import pytest
 from conftest import write_lines
 
 from nmt.config import SyntheticConfig
-from nmt.data.backtranslation import build_synthetic_corpus, get_drop_reason, has_repeated_ngram, split_corpus
 from nmt.data.subword import load_subword
+from nmt.data.synthetic import build_synthetic_corpus, get_drop_reason, has_repeated_ngram, split_corpus
 from nmt.errors import DataError
 from nmt.vocab import BT_TAG
 
