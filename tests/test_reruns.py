@@ -57,17 +57,28 @@ def config(data: Path, order: list[str], max_pairs: int, teacher_lr: float, base
         },
         "seeds": [1],
         "training": {
-            "threads": 1, "batch_tokens": 1024, "max_steps": 20, "warmup_steps": 5, "lr": 0.002, "log_every": 10,
-            "valid_every": 10, "checkpoint_every": 10,
+            "threads": 1,
+            "batch_tokens": 1024,
+            "max_steps": 20,
+            "warmup_steps": 5,
+            "lr": 0.002,
+            "log_every": 10,
+            "valid_every": 10,
+            "checkpoint_every": 10,
         },
         "decoding": {"beam_size": 2, "batch_size": 200},
         "backtranslation": {"models": []},
         "distillation": {
-            "teacher": "transformer", "students": ["student"], "generation": {"beam_size": 2, "batch_size": 200},
-            "ctranslate2": [], "chunk_lines": 300, "repeats": 1, "filters": {"max_ratio": 50},
+            "teacher": "transformer",
+            "students": ["student"],
+            "generation": {"beam_size": 2, "batch_size": 200},
+            "ctranslate2": [],
+            "chunk_lines": 300,
+            "repeats": 1,
+            "filters": {"max_ratio": 50},
         },
         "tables": {"baseline": baseline, "bootstrap_samples": 100},
-    }  # fmt: skip
+    }
 
 
 def model_files(workdir: Path) -> dict[str, Path]:
