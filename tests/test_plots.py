@@ -130,8 +130,8 @@ def test_learning_curves_say_what_the_losses_measure(tmp_path, label_smoothing, 
 
 
 def test_a_run_validated_twice_still_shows_its_curve(tmp_path):
-    """400 updates validated every 200 (the default run before valid_every 100): each dev point has a marker and
-    its BLEU beside it, every panel spans the whole training, and the training and dev losses share a panel."""
+    """1000 updates validated every 500: each dev point has a marker and its BLEU and chrF beside it, every panel
+    spans the whole training, and the training and dev losses share a panel."""
     model_dir = fake_model_dir(tmp_path / "model", 1.0, valid_every=500)
     fig = plot_learning_curves(model_dir, "t", tmp_path / "c.png", label_smoothing=0.1)
     loss_ax, bleu_ax = fig.axes

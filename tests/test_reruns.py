@@ -89,9 +89,9 @@ def model_files(workdir: Path) -> dict[str, Path]:
 @needs_mirror
 def test_a_rerun_after_config_changes_equals_a_run_from_scratch(tmp_path):
     """One rerun after a new learning rate of the teacher, a data key (max_pairs), the order of two weighted corpora,
-    another significance baseline and a local corpus cut from 150 to 100 lines. Before, the trainings resumed their
-    old checkpoints (a changed lr finished at once with the old weights; new data met old weights), reordered
-    corpora met their weights in the old order, and neither the baseline nor the local file reran anything."""
+    another significance baseline and a local corpus cut from 150 to 100 lines: no training resumes a checkpoint of
+    the old settings or data, reordered corpora meet their own weights, and the baseline and the local file rerun
+    what depends on them."""
     run, fresh = tmp_path / "run", tmp_path / "fresh"
     for workdir in (run, fresh):
         write_corpus(workdir / "data/extra", "train", 20000, 20150)

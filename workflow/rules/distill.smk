@@ -124,7 +124,7 @@ rule translate_export:
 # fresh process, every row in turn, `repeats` rounds; the output must be the row's translation. The job asks for
 # every core (--cores): Snakemake starts it only when no other job runs, and starts none beside it, which a resource
 # that every timed job holds would also do but only among the timed jobs, not beside a training. The decoding jobs'
-# own benchmarks ran beside whatever else was running, so the table no longer reads them.
+# own benchmarks run beside whatever else runs, so the table does not read them.
 rule time_distillation:
     input:
         unpack(get_distillation_files),
