@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nmt.config import TrainConfig, from_dict  # noqa: E402
-from nmt.evaluation.plots import VALID_COLUMNS, read_log  # noqa: E402
 from nmt.config_file import parse_model  # noqa: E402
+from nmt.evaluation.plots import VALID_COLUMNS, read_log  # noqa: E402
 
 
 def prepare(workdir: Path, mirror: str, overrides: list[str]) -> dict[str, Path]:

@@ -20,9 +20,9 @@ import yaml
 from conftest import MIRROR, REPO
 from test_workflow import needs_mirror
 
+from nmt.config_file import parse_model
 from nmt.data.binarize import BinarizedData
 from nmt.data.subword import load_subword
-from nmt.config_file import parse_model
 from nmt.vocab import EOS
 
 

@@ -293,7 +293,7 @@ def run_label(run):
 
 
 def get_significance_systems(wildcards):
-    """The names of the significance rule's translations, in the order of its inputs. A param because Snakemake
+    """The names of compute_significance's translations, in the order of its inputs. A param because Snakemake
     compares inputs as a sorted list: a new baseline (tables.baseline, or another first model) with one seed only
     reorders the same files, and the test would not rerun."""
     return [run_label(run) for run in EXPERIMENT.compared_runs()]
