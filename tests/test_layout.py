@@ -2,7 +2,7 @@
 file, script and preset of ``workflow/``, and nothing that is gone; every key of the config schema has its
 description, and docs/configuration.md's listing of the keys is the schema's; docs/cluster.md's torch-free modules
 are those tests/test_envs.py imports without torch; every relative link of the README, docs/ and benchmarks/ leads
-to a file, and the README stays short.
+to a file, the first experiment's config is valid, and the README and benchmarks/README.md stay short.
 
 ``python tests/test_layout.py`` writes docs/configuration.md's listing of the keys again from the schema."""
 
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,6 +176,12 @@ def test_the_configuration_page_lists_the_keys_of_the_schema():
     assert listed == keys_listing(), (
         "docs/configuration.md's keys differ from the schema: `python tests/test_layout.py`"
     )
+
+
+def test_the_first_experiments_config_is_valid():
+    block = next(block for block in code_blocks("docs/first_experiment.md") if block.startswith("# A first experiment"))
+    jsonschema.validate(yaml.safe_load(block), yaml.safe_load(SCHEMA.read_text(encoding="utf-8")))
+    assert len(block.splitlines()) <= 15
 
 
 def write_keys_listing() -> None:
