@@ -697,7 +697,3 @@ def test_documented_results_paths_match_the_rules(tmp_path):
             or any(path.startswith(folder + "/") for folder in paths["folders"])
         ]
         assert written, f"docs/results.md row {path} is written by no rule"
-    # The header of the Snakefile lists the same paths.
-    header = (REPO / "Snakefile").read_text().split("\n\n")[0].splitlines()
-    listed = ["results/" + line[4:].split()[0].replace("...", "…") for line in header if re.match(r"#   \S", line)]
-    assert sorted(listed) == sorted(path for path, _ in rows)
