@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from nmt.config import TrainConfig, from_dict  # noqa: E402
+from nmt.config_file import parse_model  # noqa: E402
 from nmt.evaluation.plots import VALID_COLUMNS, read_log  # noqa: E402
-from nmt.experiment import parse_model  # noqa: E402
 
 
 def prepare(workdir: Path, mirror: str, overrides: list[str]) -> dict[str, Path]:
@@ -131,8 +131,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="trainings side by side")
     parser.add_argument("--threads", type=int, help="threads per training (default: 2 cores / jobs)")
     parser.add_argument("--config", nargs="*", default=[], help="workflow --config overrides for the data")
-    parser.add_argument("--report-only", action="store_true", help="no training: the table and plot of the runs "
-                        "already in WORKDIR/runs (e.g. of several invocations)")  # fmt: skip
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="no training: the table and plot of the runs already in WORKDIR/runs (e.g. of several invocations)",
+    )
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     config = yaml.safe_load((REPO / "config.yaml").read_text(encoding="utf-8"))
@@ -152,8 +155,10 @@ def main() -> None:
     print("| run | updates | minutes | best dev BLEU | last dev BLEU | minutes to 90% | updates to 90% |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, f in results.items():
-        print(f"| {name} | {f['updates']} | {f['minutes']} | {f['best_bleu']} | {f['last_bleu']} | "
-              f"{f['minutes_to_90']} | {f['updates_to_90']} |")  # fmt: skip
+        print(
+            f"| {name} | {f['updates']} | {f['minutes']} | {f['best_bleu']} | {f['last_bleu']} | "
+            f"{f['minutes_to_90']} | {f['updates_to_90']} |"
+        )
 
 
 if __name__ == "__main__":

@@ -67,9 +67,12 @@ def chaos_config(max_steps: int = 40, models: tuple[str, ...] = ("transformer", 
     config["models"] = {name: tiny["models"][name] for name in models}
     config["seeds"] = [1]
     config["training"] = {
-        **tiny["training"], "threads": 1, "max_steps": max_steps, "valid_every": max_steps // 2,
+        **tiny["training"],
+        "threads": 1,
+        "max_steps": max_steps,
+        "valid_every": max_steps // 2,
         "checkpoint_every": max(1, max_steps // 4),
-    }  # fmt: skip
+    }
     config["decoding"] = {"method": "greedy", "batch_size": 200}
     config["backtranslation"] = {
         "models": ["transformer"],
@@ -98,9 +101,18 @@ def truncated_mirror(mirror: Path, config: dict, lines: int, out: Path) -> Path:
 def snakemake_command(workdir: Path, mirror: Path) -> list[str]:
     """The run's command, the same for the first start and every restart."""
     return [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
-        "--cores", "2", "--config", f"mirror={mirror}",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        "--config",
+        f"mirror={mirror}",
+    ]
 
 
 def recovery_commands(command: list[str]) -> list[list[str]]:
@@ -345,8 +357,11 @@ def run_chaos(workdir: Path, mirror: Path, config: dict, runs: int, kills_per_ru
     :return: per run: ``kills`` (their descriptions), ``error`` (None if it completed), ``differing`` files
     """
     print("not compared: results/" + "; results/".join(f"{name} ({why})" for name, why in SKIPPED.items()))
-    print("left out of JSON, CSV, TSV, Markdown and HTML tables and of checkpoints:",
-          "; ".join(f"{name} ({why})" for name, why in TIMING.items()), flush=True)  # fmt: skip
+    print(
+        "left out of JSON, CSV, TSV, Markdown and HTML tables and of checkpoints:",
+        "; ".join(f"{name} ({why})" for name, why in TIMING.items()),
+        flush=True,
+    )
     reference = workdir / "reference"
     duration = run_reference(reference, config, mirror)
     print(f"reference: {duration:.0f} s", flush=True)

@@ -41,8 +41,10 @@ STAGES = ("generate", "clean", "subword", "binarize", "train")
 
 def generate(mirror: Path, pairs: int, src_path: Path, trg_path: Path, seed: int) -> None:
     """Write ``pairs`` aligned lines to ``src_path`` (English) and ``trg_path`` (German), streaming."""
-    en, de = (gzip.open(mirror / MULTI30K / f"train.{lang}.gz", "rt", encoding="utf-8").read().split("\n")[:-1]
-              for lang in ("en", "de"))  # fmt: skip
+    en, de = (
+        gzip.open(mirror / MULTI30K / f"train.{lang}.gz", "rt", encoding="utf-8").read().split("\n")[:-1]
+        for lang in ("en", "de")
+    )
     rng = random.Random(seed)
     counts, weights = list(GLUE_WEIGHTS), list(GLUE_WEIGHTS.values())
     recent: deque[tuple[str, str]] = deque(maxlen=1000)
@@ -171,19 +173,43 @@ def train_stage(work: Path, args: argparse.Namespace) -> dict:
         with open(work / f"clean.{side}", encoding="utf-8") as f, open(work / f"dev.{side}", "w") as dev:
             dev.writelines(line for _, line in zip(range(50), f, strict=False))
     training = {
-        "max_steps": args.updates, "log_every": 1, "valid_every": args.updates, "valid_metric": "loss",
-        "checkpoint_every": args.updates, "batch_tokens": args.batch_tokens, "max_length": args.max_length,
-        "warmup_steps": 10, "device": "cpu", "threads": 1,
-    }  # fmt: skip
+        "max_steps": args.updates,
+        "log_every": 1,
+        "valid_every": args.updates,
+        "valid_metric": "loss",
+        "checkpoint_every": args.updates,
+        "batch_tokens": args.batch_tokens,
+        "max_length": args.max_length,
+        "warmup_steps": 10,
+        "device": "cpu",
+        "threads": 1,
+    }
     model_dir, log = work / "model", work / "train.log"
     shutil.rmtree(model_dir, ignore_errors=True)
     log.unlink(missing_ok=True)
-    argv = torchrun_argv(2, [
-        "train", "--model-options", json.dumps({"arch": "transformer", "size": "small"}),
-        "--training", json.dumps(training), "--train-data", str(work / "bin" / "train"),
-        "--dev-src", str(work / "dev.en"), "--dev-ref", str(work / "dev.de"), "--src-spm", str(work / "spm.en.model"),
-        "--trg-spm", str(work / "spm.de.model"), "--model-dir", str(model_dir), f"--log-file={log}",
-    ])  # fmt: skip
+    argv = torchrun_argv(
+        2,
+        [
+            "train",
+            "--model-options",
+            json.dumps({"arch": "transformer", "size": "small"}),
+            "--training",
+            json.dumps(training),
+            "--train-data",
+            str(work / "bin" / "train"),
+            "--dev-src",
+            str(work / "dev.en"),
+            "--dev-ref",
+            str(work / "dev.de"),
+            "--src-spm",
+            str(work / "spm.en.model"),
+            "--trg-spm",
+            str(work / "spm.de.model"),
+            "--model-dir",
+            str(model_dir),
+            f"--log-file={log}",
+        ],
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     samples: list[tuple[float, int, dict]] = []
     start = time.time()
@@ -218,8 +244,11 @@ def train_stage(work: Path, args: argparse.Namespace) -> dict:
         "samples": len(samples),
     }
     for rank, peak in enumerate(ranks.values()):
-        print(f"{args.pairs:>9,} train r{rank}  first update after {result['first_update_s']:.1f} s; "
-              f"peak RssAnon {peak['RssAnon']:,.0f} MB, RssFile {peak['RssFile']:,.0f} MB", flush=True)  # fmt: skip
+        print(
+            f"{args.pairs:>9,} train r{rank}  first update after {result['first_update_s']:.1f} s; "
+            f"peak RssAnon {peak['RssAnon']:,.0f} MB, RssFile {peak['RssFile']:,.0f} MB",
+            flush=True,
+        )
     return result
 
 
@@ -234,13 +263,17 @@ def run_size(args: argparse.Namespace) -> dict:
             continue
         seconds, peak_mb = python_stage(stage_code(stage, work, args), work / f"{stage}.log")
         results["stages"][stage] = {"seconds": seconds, "pairs_per_s": args.pairs / seconds, "peak_rss_mb": peak_mb}
-        print(f"{args.pairs:>9,} {stage:<9} {seconds:8.1f} s {args.pairs / seconds:>10,.0f} pairs/s "
-              f"{peak_mb:8,.0f} MB peak RSS", flush=True)  # fmt: skip
+        print(
+            f"{args.pairs:>9,} {stage:<9} {seconds:8.1f} s {args.pairs / seconds:>10,.0f} pairs/s "
+            f"{peak_mb:8,.0f} MB peak RSS",
+            flush=True,
+        )
     previous = json.loads((work / "scale.json").read_text()) if (work / "scale.json").is_file() else {}
     results["stages"] = {**previous.get("stages", {}), **results["stages"]}
     results = {**previous, **results}
-    results["clean"] = {line.split("\t")[0]: int(line.split("\t")[1])
-                        for line in (work / "clean.tsv").read_text().splitlines()[1:]}  # fmt: skip
+    results["clean"] = {
+        line.split("\t")[0]: int(line.split("\t")[1]) for line in (work / "clean.tsv").read_text().splitlines()[1:]
+    }
     results["binarize"] = json.loads((work / "binarize.log").read_text().splitlines()[-1])
     globs = {"raw": "raw.*", "clean": "clean.??", "binarized": "bin/train.*"}
     results["disk_mb"] = {name: sum(p.stat().st_size for p in work.glob(glob)) / 1e6 for name, glob in globs.items()}
@@ -265,9 +298,11 @@ def summarize(workdir: Path, sizes: list[int]) -> None:
         anon = max(rank["RssAnon"] for rank in run["train"]["peak_mb_per_rank"])
         file = max(rank["RssFile"] for rank in run["train"]["peak_mb_per_rank"])
         model = run["train"].get("parameters", 0) * 4 * 4 / 2**20  # fp32 weights, gradients, Adam's two moments
-        print(f"train {run['pairs']:,} pairs: first update after {run['train']['first_update_s']:.1f} s, "
-              f"peak RssAnon {anon:,.0f} MB, RssFile {file:,.0f} MB (per rank, largest); "
-              f"model + gradients + Adam {model:,.0f} MB")  # fmt: skip
+        print(
+            f"train {run['pairs']:,} pairs: first update after {run['train']['first_update_s']:.1f} s, "
+            f"peak RssAnon {anon:,.0f} MB, RssFile {file:,.0f} MB (per rank, largest); "
+            f"model + gradients + Adam {model:,.0f} MB"
+        )
     if len(trained) > 1:
         anon = [max(rank["RssAnon"] for rank in run["train"]["peak_mb_per_rank"]) for run in trained]
         growth = (anon[-1] - anon[0]) * 2**20 / (trained[-1]["pairs"] - trained[0]["pairs"])

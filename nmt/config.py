@@ -109,19 +109,8 @@ def _positive(where: str, **values: float) -> None:
 
 @dataclass
 class CorpusConfig:
-    """Where a corpus comes from (see :mod:`nmt.data.importers`); ``{lang}`` in names stands for a language code.
-
-    - ``url``: ``url`` (http(s), file:// or a local path) per language; or, with ``member``, one
-      archive (zip or tar) holding a file per language; or, with ``tsv_columns``, one TSV file.
-    - ``local``: like ``url`` with a local ``path``.
-    - ``opus``: an OPUS Moses release by ``corpus`` name and ``version`` for the languages of ``pair``.
-    - ``sacrebleu``: a test set by name (``test_set``, e.g. ``wmt14``) and ``langpair`` through sacrebleu.
-
-    A training corpus may also set its own ``cleaning`` keys (any key of :class:`CleanConfig` but
-    ``normalize_punctuation``, over the ``cleaning`` section) and a ``weight``: how often its pairs are drawn per
-    epoch (2: twice, 0.5: a random half each epoch; see :func:`nmt.data.batches.weighted_epoch`). Neither is part of
-    :meth:`import_settings`, so changing one does not fetch the corpus again.
-    """
+    """An entry of the ``corpora`` section: where a corpus comes from (:mod:`nmt.data.importers`), its own cleaning
+    keys and weight; every key is described in workflow/schemas/config.schema.yaml."""
 
     importer: Literal["url", "local", "opus", "sacrebleu"] = "url"
     url: str | None = None
@@ -194,8 +183,8 @@ class CorpusConfig:
 
 @dataclass
 class CleanConfig:
-    """Filters of the parallel training data (see :func:`nmt.data.cleaning.clean_corpus`); lengths count
-    whitespace-separated tokens."""
+    """The ``cleaning`` section: filters of the training data (:func:`nmt.data.cleaning.clean_corpus`); every key is
+    described in workflow/schemas/config.schema.yaml."""
 
     normalize_punctuation: bool = True
     max_invalid_utf8: float = 0.1
@@ -236,7 +225,7 @@ class CleanConfig:
 
 @dataclass
 class SubwordConfig:
-    """Sentencepiece model (Kudo and Richardson 2018) learned on the cleaned training data."""
+    """The ``subword`` section: the sentencepiece model (Kudo and Richardson 2018); keys described in the schema."""
 
     model_type: Literal["bpe", "unigram"] = "bpe"
     vocab_size: int = 8000
@@ -253,27 +242,8 @@ class SubwordConfig:
 
 @dataclass
 class TrainConfig:
-    """Optimisation, batching, validation and checkpointing of one training run.
-
-    - ``optimizer``: ``adam`` (Kingma and Ba; ``adam_betas``, ``adam_eps``) or ``nesterov``: SGD with
-      Nesterov momentum ``momentum``, as Gehring et al. (2017) trained ConvS2S.
-    - ``max_minutes``: a training-time budget (validation not counted) beside ``max_steps``; training
-      stops at whichever ends first, and ``linear``/``cosine`` decay over it.
-    - ``lr_schedule``: ``linear`` or ``cosine`` (linear warmup, then decay to zero where the budget ends:
-      ``max_steps`` or ``max_minutes``), ``inverse_sqrt`` (linear warmup, then 1/sqrt(step), Vaswani et al. 2017) or
-      ``anneal_on_plateau`` (linear warmup, then constant; multiplied by ``anneal_factor`` after each
-      validation whose dev perplexity is no better than the best so far; training stops once the rate
-      falls below ``min_lr``, Gehring et al. 2017).
-    - ``average_last``: keep the weights of the last N checkpoints (every ``checkpoint_every``
-      updates, and the final state) and make their average the trained model, unless the best
-      checkpoint scores better on dev by ``valid_metric``.
-    - ``valid_metric``: the dev score that picks the best checkpoint and drives early stopping: ``bleu`` or
-      ``chrf`` (higher is better; both scored as the test sets are) or ``loss`` (lower is better).
-    - ``corpus_weights``: a weight per corpus of the binarized training set, keyed by the corpus's name (its source
-      file's name without the language suffix, :func:`nmt.data.binarize.corpus_name`): how often its pairs are drawn
-      per epoch (:func:`nmt.data.batches.weighted_epoch`); None draws every pair once. The workflow sets it from the
-      corpora's ``weight``.
-    """
+    """The ``training`` section (and ``nmt train --training``): optimisation, batching, validation and checkpointing
+    of one training run; every key is described in workflow/schemas/config.schema.yaml."""
 
     seed: int = 1
     batch_tokens: int = 4096
@@ -372,15 +342,8 @@ AUTO_WORKERS = 4
 
 @dataclass
 class DecodeConfig:
-    """Search settings; output length is at most ``max_len_a * S + max_len_b`` subwords.
-
-    ``runtime: ctranslate2`` runs greedy search or sampling in CTranslate2 on an export of the model
-    (:mod:`nmt.decoding.ctranslate2`): greedy output is ours token for token, faster on a CPU.
-
-    ``eos_at_limit``: how beam search scores a hypothesis that reaches the limit, where EOS is forced: ``charged``
-    adds EOS's log-probability, as fairseq, Marian and OpenNMT-py do; ``free`` adds nothing, as CTranslate2 stops
-    at its ``max_decoding_length``, which favours cut, looping hypotheses (kept to compare with CTranslate2).
-    """
+    """The ``decoding`` section (and a variant's ``generation``): search settings; output length is at most
+    ``max_len_a * S + max_len_b`` subwords. Every key is described in workflow/schemas/config.schema.yaml."""
 
     method: Literal["beam", "greedy", "sample"] = "beam"
     beam_size: int = 5
@@ -416,13 +379,8 @@ class DecodeConfig:
 
 @dataclass
 class SyntheticConfig:
-    """Building of a back-translated training corpus: filters of the synthetic pairs and the data mix.
-
-    A synthetic pair (generated source, real monolingual target) is dropped if the source is empty,
-    a copy of the target, has a word n-gram of length ``repeat_ngram`` more than ``max_repeats``
-    times (a looping decoder), or if the longer side has more than ``max_ratio`` times the tokens of
-    the shorter side.
-    """
+    """A back-translation variant's (or the distillation ``filters``') filters of the synthetic pairs and data mix;
+    every key is described in workflow/schemas/config.schema.yaml."""
 
     tagged: bool = False
     synthetic_ratio: float | None = None
@@ -445,7 +403,7 @@ class SyntheticConfig:
 
 @dataclass
 class TablesConfig:
-    """What the result tables show: metric columns, the baseline of the significance tests, published figures."""
+    """The ``tables`` section: what the result tables show; keys described in workflow/schemas/config.schema.yaml."""
 
     baseline: str | None = None
     metrics: list[str] = dataclasses.field(default_factory=lambda: ["bleu", "chrf", "ter"])

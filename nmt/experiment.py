@@ -1,17 +1,13 @@
-"""The experiment a workflow config describes: its data, models, back-translation, decoding and result-table systems.
+"""The experiment a workflow config describes: its data, models, back-translation, distillation, decoding and
+result-table systems, and the questions the workflow's rules ask of it.
 
-Snakemake parses the workflow on a login node that need not have torch, so this module imports only the torch-free
-config modules. workflow/rules/common.smk validates the config against its JSON schema (which fills in the
-defaults), calls :func:`load_experiment`, and answers every param and input function from the :class:`Experiment`.
+Torch-free, since Snakemake parses the workflow on a login node that need not have torch. :mod:`nmt.config_file`
+reads a config into an :class:`Experiment`; workflow/rules/common.smk answers every param and input function from it.
 """
 
 import dataclasses
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from nmt.config import (
     CleanConfig,
@@ -22,12 +18,7 @@ from nmt.config import (
     SyntheticConfig,
     TablesConfig,
     TrainConfig,
-    from_dict,
-    read_number,
-    read_switch,
 )
-from nmt.errors import ConfigError
-from nmt.model_config import resolve_model_options
 
 # The stage of the models trained on the parallel data only; the other stages are back-translation variants.
 BASELINE = "baseline"
@@ -35,103 +26,6 @@ BASELINE = "baseline"
 ENSEMBLE = "ensemble"
 # The stage of the students of knowledge distillation, trained on the teacher's translations of the training source.
 DISTILLED = "distilled"
-
-
-def check_config_syntax(path: str | Path) -> None:
-    """Raise ConfigError naming the line and column of a YAML syntax error in the config file ``path`` (a tab,
-    a bad indent), which Snakemake's own message ("Config file is not valid JSON or YAML") does not name.
-
-    The file is read as Snakemake reads it: as JSON, else as YAML. A missing file is Snakemake's to report.
-
-    :raises ConfigError: ``PATH, line N, column M: what YAML found``
-    """
-    path = Path(path)
-    if not path.is_file():
-        return
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 (byte {e.start}); save the config file as UTF-8") from None
-    try:
-        json.loads(text)
-        return
-    except ValueError:
-        pass
-    try:
-        yaml.load(text, Loader=yaml.FullLoader)  # Snakemake's loader (yte)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
-        problem = " ".join(str(e.problem or e.context).split())
-        hint = " (YAML indents with spaces; replace the tab)" if "'\\t'" in problem else ""
-        raise ConfigError(f"{where}: {problem}{hint}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not YAML ({' '.join(str(e).split())})") from None
-
-
-def read_overrides(value: Any, schema: dict[str, Any], key: str) -> Any:
-    """``--config`` values as the config file would give them.
-
-    Snakemake reads nested values with YAML's BaseLoader, as strings ('seeds=[1, 2]' gives ['1', '2']), so each
-    string is read with ``yaml.safe_load``, except where the schema wants a string.
-
-    :param value: a value of Snakemake's ``--config`` settings
-    :param schema: the JSON schema of that key
-    :param key: the key's config path, named in the error
-    :return: the value with its strings read as YAML
-    :raises ConfigError: on a string that is not YAML
-    """
-    if isinstance(value, dict):
-        extra = schema.get("additionalProperties")
-        extra = extra if isinstance(extra, dict) else {}
-        props = schema.get("properties", {})
-        return {k: read_overrides(v, props.get(k, extra), f"{key}.{k}") for k, v in value.items()}
-    if isinstance(value, list):
-        return [read_overrides(v, schema.get("items", {}), f"{key}.{i}") for i, v in enumerate(value)]
-    types = schema.get("type", [])
-    if not isinstance(value, str) or "string" in types or all(isinstance(v, str) for v in schema.get("enum", [0])):
-        return value
-    try:
-        return yaml.safe_load(value)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"key '{key}': --config value {value!r} is not YAML ({getattr(e, 'problem', e)})") from e
-
-
-def read_yaml_habits(value: Any, schema: dict[str, Any]) -> Any:
-    """``value`` with what YAML 1.1 (PyYAML, so Snakemake) makes of plain YAML read as the schema means it.
-
-    YAML 1.1 reads ``on``/``off`` (and ``yes``/``no``) as booleans, so ``bf16: on`` gives True: where the schema's
-    choices are ``on``/``off``, a boolean becomes ``"on"``/``"off"``. It reads a float without a dot (``1e-3``)
-    as a string: where the schema wants a number, a string that writes one becomes that number (an integer where
-    it wants one and the number is whole, as ``1e4``). Sections without a schema of their keys (a model's
-    ``training``, a variant's ``generation``) are read the same way by :func:`nmt.config.from_dict`.
-
-    :param value: a config value (the whole config with the whole schema)
-    :param schema: the JSON schema of that value
-    :return: the value, read again where YAML 1.1 misread it; anything else as it was, for the schema to check
-    """
-    if isinstance(value, dict):
-        props, extra = schema.get("properties", {}), schema.get("additionalProperties")
-        extra = extra if isinstance(extra, dict) else {}
-        return {k: read_yaml_habits(v, props.get(k, extra)) for k, v in value.items()}
-    if isinstance(value, list):
-        items = schema.get("items", {})
-        return [read_yaml_habits(v, items if isinstance(items, dict) else {}) for v in value]
-    types = schema.get("type", [])
-    types = [types] if isinstance(types, str) else types
-    if "string" not in types and {"number", "integer"} & set(types):
-        return read_number(value, integer="number" not in types)
-    return read_switch(value, schema.get("enum", []))
-
-
-def reject_training_seeds(config: dict[str, Any]) -> None:
-    """Raise ConfigError on a ``seed`` in a training section: the seed of each run is the ``{run}`` of its results
-    path, from the top-level ``seeds`` list. Checked before the schema fills in the default ``training.seed``."""
-    sections = {"training": config.get("training")}
-    sections |= {f"models.{name}.training": m.get("training") for name, m in config.get("models", {}).items()}
-    for where, section in sections.items():
-        if isinstance(section, dict) and "seed" in section:
-            raise ConfigError(f"key '{where}.seed': set the top-level list 'seeds' instead (e.g. seeds: [1, 2, 3])")
 
 
 @dataclass(frozen=True)
@@ -207,7 +101,7 @@ class Distillation:
     stage, the ensemble of its seeds when there are several) translates the cleaned training source with
     ``generation``; each student (a model of ``models``) is trained again on the result (stage ``distilled``),
     decoded with ``decoding`` in all its stages, and each CTranslate2 ``quantizations`` export of its first seed's
-    distilled model is decoded too, for the deployment table."""
+    distilled model is decoded too, for the distillation table."""
 
     teacher: str
     teacher_stage: str
@@ -247,7 +141,7 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Deployed:
+class DistillationRow:
     """A row of the distillation table: a run decoded in torch, or (``quantization``) its CTranslate2 export."""
 
     role: str
@@ -259,7 +153,7 @@ class Deployed:
 
 @dataclass(frozen=True)
 class Experiment:
-    """Everything the workflow builds, from a validated config (see :func:`load_experiment`)."""
+    """Everything the workflow builds, from a validated config (see :func:`nmt.config_file.load_experiment`)."""
 
     pairs: tuple[str, ...]
     corpora: dict[str, CorpusConfig]
@@ -371,19 +265,17 @@ class Experiment:
         on the parallel data and the same student distilled are compared alike), else the decoding section."""
         return self.distillation.decoding if model in self.students else self.decoding
 
-    def teacher_files(self, src: str, trg: str) -> list[str]:
-        """The model files of the teacher: one per seed (several decode as an ensemble)."""
-        d = self.distillation
-        return [f"results/{src}-{trg}/{d.teacher}/{d.teacher_stage}/seed{seed}/model/model.pt" for seed in self.seeds]
-
-    def deployed(self) -> list[Deployed]:
+    def distillation_rows(self) -> list[DistillationRow]:
         """The rows of the distillation table: the teacher's run (the ensemble of its seeds when there are several),
         then per student its first seed on the parallel data, distilled, and each CTranslate2 export of that."""
         d, first = self.distillation, f"seed{self.seeds[0]}"
-        rows = [Deployed("teacher", d.teacher, d.teacher_stage, self.runs[-1])]
+        rows = [DistillationRow("teacher", d.teacher, d.teacher_stage, self.runs[-1])]
         for student in d.students:
-            rows += [Deployed("student", student, BASELINE, first), Deployed("student", student, DISTILLED, first)]
-            rows += [Deployed("student", student, DISTILLED, first, q) for q in d.quantizations]
+            rows += [
+                DistillationRow("student", student, BASELINE, first),
+                DistillationRow("student", student, DISTILLED, first),
+            ]
+            rows += [DistillationRow("student", student, DISTILLED, first, q) for q in d.quantizations]
         return rows
 
     def model_meta(self, src: str, trg: str, stage: str) -> ModelMeta:
@@ -434,166 +326,3 @@ class Experiment:
         if run.name == ENSEMBLE:
             row["members"] = len(self.seeds)
         return row
-
-
-def load_experiment(config: dict[str, Any]) -> Experiment:
-    """Build the experiment from a config that its JSON schema validated and filled with defaults.
-
-    :param config: the workflow config (Snakemake's ``config`` after ``validate``)
-    :return: the experiment
-    :raises ConfigError: one line naming the key, on a value nmt rejects or a name that refers to nothing
-    """
-    corpora = {name: from_dict(CorpusConfig, spec, f"corpora.{name}") for name, spec in config["corpora"].items()}
-    cleaning = from_dict(CleanConfig, config["cleaning"], "cleaning")
-    subword = from_dict(SubwordConfig, config["subword"], "subword")
-    decoding = from_dict(DecodeConfig, config["decoding"], "decoding")
-    if config["training"].get("corpus_weights") is not None:
-        raise ConfigError("training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)")
-    models = {
-        name: parse_model(name, options, config["training"], f"models.{name}")
-        for name, options in config["models"].items()
-    }
-    data = DataRoles(
-        tuple(config["data"]["train"]),
-        config["data"]["dev"],
-        tuple(config["data"]["test"]),
-        tuple(config["data"]["mono"]),
-    )
-    check_data(data, corpora, config["pairs"])
-    backtranslation = parse_backtranslation(config["backtranslation"], config["training"], models, data)
-    distillation = parse_distillation(config["distillation"], models, backtranslation)
-    tables = from_dict(TablesConfig, config["tables"], "tables")
-    if tables.baseline is not None and tables.baseline not in models:
-        raise ConfigError(f"tables.baseline: '{tables.baseline}' is not a key of models")
-    experiment = Experiment(
-        pairs=tuple(config["pairs"]),
-        corpora=corpora,
-        data=data,
-        cleaning=cleaning,
-        subword=subword,
-        models=models,
-        backtranslation=backtranslation,
-        distillation=distillation,
-        decoding=decoding,
-        seeds=tuple(config["seeds"]),
-        tables=tables,
-    )
-    for name in data.train:
-        experiment.corpus_cleaning(name)  # a bad value of a corpus's own cleaning keys fails now
-    return experiment
-
-
-def parse_model(name: str, options: dict[str, Any], training: dict[str, Any], where: str) -> Model:
-    """A model entry (``arch``, ``size``, architecture keys, ``training``): each model trains with the shared
-    ``training`` section, updated by its own ``training:`` keys.
-
-    :param where: the config path of the entry, named in errors, e.g. ``models.transformer``
-    """
-    own_training = options.get("training", {})
-    if isinstance(own_training, dict) and "corpus_weights" in own_training:
-        raise ConfigError(f"{where}.training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)")
-    train_config = from_dict(TrainConfig, {**training, **own_training}, f"{where}.training")
-    options = {k: v for k, v in options.items() if k != "training"}
-    arch, arch_config = resolve_model_options(options, where)
-    return Model(name, options, arch, arch_config, train_config)
-
-
-def parse_backtranslation(
-    section: dict[str, Any], training: dict[str, Any], models: dict[str, Model], data: DataRoles
-) -> Backtranslation:
-    """The ``backtranslation`` section: its models must be keys of ``models``, and it needs ``data.mono``."""
-    for name in section["models"]:
-        if name not in models:
-            raise ConfigError(f"backtranslation.models: '{name}' is not a key of models")
-    if section["models"] and not data.mono:
-        raise ConfigError("backtranslation.models: back-translation needs monolingual corpora in data.mono")
-    reverse = parse_model("reverse", section["reverse_model"], training, "backtranslation.reverse_model")
-    variants = {}
-    for name, variant in section["variants"].items():
-        where = f"backtranslation.variants.{name}"
-        generation = from_dict(DecodeConfig, variant.get("generation"), f"{where}.generation")
-        synthetic = from_dict(SyntheticConfig, {k: v for k, v in variant.items() if k != "generation"}, where)
-        variants[name] = Variant(name, generation, synthetic)
-    return Backtranslation(
-        models=tuple(section["models"]),
-        reverse=reverse,
-        variants=variants,
-        max_sentences=section["max_sentences"],
-        chunk_lines=section["chunk_lines"],
-        seed=section["seed"],
-    )
-
-
-def parse_distillation(
-    section: dict[str, Any], models: dict[str, Model], backtranslation: Backtranslation
-) -> Distillation | None:
-    """The ``distillation`` section (None without students): the teacher must be a system the experiment trains,
-    the students keys of ``models``, and with ``ctranslate2`` quantizations each student a Transformer decoded
-    greedily or by sampling (what CTranslate2 runs here)."""
-    if not section["students"]:
-        return None
-    teacher, stage = section["teacher"], section["teacher_stage"]
-    if teacher not in models:
-        raise ConfigError(f"distillation.teacher: '{teacher}' is not a key of models (defined: {', '.join(models)})")
-    trained = [BASELINE] + (list(backtranslation.variants) if teacher in backtranslation.models else [])
-    if stage not in trained:
-        raise ConfigError(
-            f"distillation.teacher_stage: '{teacher}' is not trained on stage '{stage}' "
-            f"(its stages: {', '.join(trained)}; a back-translation stage needs it in backtranslation.models)"
-        )
-    decoding = from_dict(DecodeConfig, section["decoding"], "distillation.decoding")
-    quantizations = tuple(section["ctranslate2"])
-    for student in section["students"]:
-        if student not in models:
-            defined = ", ".join(models)
-            raise ConfigError(f"distillation.students: '{student}' is not a key of models (defined: {defined})")
-        if quantizations and models[student].arch != "transformer":
-            raise ConfigError(
-                f"distillation.students: '{student}' is a {models[student].arch}, which cannot be exported to "
-                "CTranslate2 (Transformer only): set distillation.ctranslate2: [] or make the student a transformer"
-            )
-    if quantizations and decoding.method == "beam":
-        raise ConfigError(
-            "distillation.decoding: the CTranslate2 rows decode with method greedy or sample, not beam; "
-            "set distillation.decoding.method to greedy (what Kim and Rush's students use) or ctranslate2: []"
-        )
-    synthetic = {"upsample_real": int(section["with_real"]), **section["filters"]}
-    return Distillation(
-        teacher=teacher,
-        teacher_stage=stage,
-        students=tuple(section["students"]),
-        generation=from_dict(DecodeConfig, section["generation"], "distillation.generation"),
-        decoding=decoding,
-        synthetic=from_dict(SyntheticConfig, synthetic, "distillation.filters"),
-        quantizations=quantizations,
-        chunk_lines=section["chunk_lines"],
-    )
-
-
-def check_data(data: DataRoles, corpora: dict[str, CorpusConfig], pairs: list[str]) -> None:
-    """Raise ConfigError on a data role that names an undefined corpus, trains on a dev/test set, or a pair whose
-    languages a corpus cannot provide (a TSV file without a column for one)."""
-    roles = {"train": data.train, "dev": (data.dev,), "test": data.test, "mono": data.mono}
-    for role, names in roles.items():
-        for name in names:
-            if name not in corpora:
-                raise ConfigError(f"data.{role}: corpus '{name}' is not defined under corpora")
-            if role in ("train", "mono") and name in data.eval_sets:
-                raise ConfigError(f"data.{role}: corpus '{name}' is also a dev/test set (data.dev, data.test)")
-    for name, corpus in corpora.items():
-        if name in data.train:
-            continue
-        # The monolingual corpora are cleaned together, by the cleaning section; dev and test sets are not filtered.
-        if corpus.cleaning:
-            raise ConfigError(f"corpora.{name}.cleaning: '{name}' is not a training corpus (data.train)")
-        if corpus.weight != 1:
-            raise ConfigError(f"corpora.{name}.weight: '{name}' is not a training corpus (data.train)")
-    for pair in pairs:
-        src, trg = pair.split("-")
-        if src == trg:
-            raise ConfigError(f"pairs: '{pair}' translates a language into itself")
-        needs = [(name, lang) for name in data.train + data.eval_sets for lang in (src, trg)]
-        for name, lang in needs + [(name, trg) for name in data.mono]:
-            columns = corpora[name].tsv_columns
-            if columns and lang not in columns:
-                raise ConfigError(f"corpora.{name}.tsv_columns: no column for '{lang}' (needed by pair {pair})")

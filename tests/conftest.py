@@ -28,10 +28,23 @@ ARCHS = ["rnn", "transformer", "convs2s"]
 # The toy "language pair": every source word has one target word, and the order is kept, so a tiny
 # model can learn it in seconds; enough to check that training and search really work.
 LEXICON = {
-    "house": "haus", "dog": "hund", "cat": "katze", "red": "rot", "big": "gross", "small": "klein",
-    "man": "mann", "woman": "frau", "runs": "rennt", "sleeps": "schlaeft", "the": "der", "a": "ein",
-    "green": "gruen", "tree": "baum", "water": "wasser", "eats": "isst",
-}  # fmt: skip
+    "house": "haus",
+    "dog": "hund",
+    "cat": "katze",
+    "red": "rot",
+    "big": "gross",
+    "small": "klein",
+    "man": "mann",
+    "woman": "frau",
+    "runs": "rennt",
+    "sleeps": "schlaeft",
+    "the": "der",
+    "a": "ein",
+    "green": "gruen",
+    "tree": "baum",
+    "water": "wasser",
+    "eats": "isst",
+}
 
 
 def make_toy_corpus(n: int, seed: int) -> tuple[list[str], list[str]]:
@@ -130,9 +143,15 @@ def stepwise_logits(model, src: torch.Tensor, trg_in: torch.Tensor) -> torch.Ten
 
 def tiny_train_config(**overrides) -> TrainConfig:
     values = dict(
-        batch_tokens=400, max_steps=60, warmup_steps=10, lr=3e-3, log_every=20, valid_every=30, checkpoint_every=10,
+        batch_tokens=400,
+        max_steps=60,
+        warmup_steps=10,
+        lr=3e-3,
+        log_every=20,
+        valid_every=30,
+        checkpoint_every=10,
         threads=2,
-    )  # fmt: skip
+    )
     values.update(overrides)
     return TrainConfig(**values)
 

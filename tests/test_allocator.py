@@ -68,8 +68,14 @@ def test_a_decoding_process_turns_mkl_buffer_keeping_off_unless_the_user_set_it(
 
 # A Transformer whose feed-forward activations (up to 48 MiB at 2,048 tokens) are above the largest mmap threshold
 # that glibc sets for itself (32 MiB), as the logits over a vocabulary of 8,000 are at 1,024 tokens.
-WIDE_FEED_FORWARD = {"arch": "transformer", "d_model": 64, "n_heads": 2, "ff_dim": 6144, "enc_layers": 1,
-                     "dec_layers": 1}  # fmt: skip
+WIDE_FEED_FORWARD = {
+    "arch": "transformer",
+    "d_model": 64,
+    "n_heads": 2,
+    "ff_dim": 6144,
+    "enc_layers": 1,
+    "dec_layers": 1,
+}
 
 
 # The library's train() as a user's own script calls it: the process keeps glibc's defaults (only the command line
@@ -86,8 +92,13 @@ train(model, TrainConfig(**training), ([src], [trg]), **files)
 def _training_page_faults(toy_corpus, toy_spm, model_dir, command_line: bool) -> int:
     """Minor page faults of 20 updates of a wide Transformer, trained by ``python -m nmt train`` or the library."""
     training = {"max_steps": 20, "batch_tokens": 2048, "valid_every": 20, "checkpoint_every": 20, "threads": 2}
-    files = {"dev_src": toy_corpus["dev.en"], "dev_ref": toy_corpus["dev.de"], "src_spm": toy_spm["en"],
-             "trg_spm": toy_spm["de"], "model_dir": model_dir}  # fmt: skip
+    files = {
+        "dev_src": toy_corpus["dev.en"],
+        "dev_ref": toy_corpus["dev.de"],
+        "src_spm": toy_spm["en"],
+        "trg_spm": toy_spm["de"],
+        "model_dir": model_dir,
+    }
     if command_line:
         argv = [sys.executable, "-m", "nmt", "train", "--model-options", json.dumps(WIDE_FEED_FORWARD)]
         argv += ["--training", json.dumps(training), "--train-src", str(toy_corpus["train.en"])]

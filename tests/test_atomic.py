@@ -132,8 +132,9 @@ def test_output_error_is_raised_for_enospc(tmp_path):
 
 def test_stale_temp_files_are_removed(tmp_path):
     """A temp file of a dead writer, unchanged for min_age, goes; a live or fresh one, or another name, stays."""
-    dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                                  text=True).stdout)  # fmt: skip
+    dead_pid = int(
+        subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout
+    )
     folder = tmp_path / "results" / "de-en"
     folder.mkdir(parents=True)
     stale, live = folder / f".train.de.{dead_pid}.tmp", temp_path(folder / "train.en")
@@ -149,8 +150,9 @@ def test_stale_temp_files_are_removed(tmp_path):
 
 def test_stale_temp_folders_are_removed_whole(tmp_path):
     """A temp folder of a dead writer (a split, an export) goes with its contents once nothing in it changed."""
-    dead_pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                                  text=True).stdout)  # fmt: skip
+    dead_pid = int(
+        subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout
+    )
     stale, busy = tmp_path / f".bt_parts.{dead_pid}.tmp", tmp_path / f".export.{dead_pid}.tmp"
     for folder in (stale, busy):
         (folder / "sub").mkdir(parents=True)

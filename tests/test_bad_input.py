@@ -18,9 +18,9 @@ from test_workflow import MIRROR, TINY, needs_mirror, snakemake
 
 from nmt.atomic import remove_stale_temp_files
 from nmt.config import CleanConfig, SyntheticConfig
-from nmt.data.backtranslation import build_synthetic_corpus, split_corpus
 from nmt.data.cleaning import clean_corpus, clean_monolingual, prepare_eval_set
 from nmt.data.download import download
+from nmt.data.synthetic import build_synthetic_corpus, split_corpus
 from nmt.errors import NmtError
 
 GERMAN = ["Ein Mädchen läuft.", "Zwei Hunde spielen.", "Der Bär schläft.", "Grüße aus Köln.", "Ein Fußball."]
@@ -39,18 +39,29 @@ def clean(tmp_path: Path, de: bytes | list[str], en: bytes | list[str], **config
     """Clean a German-English corpus; return the error, or the kept German lines and the non-zero drop counts."""
     out = tmp_path / "out"
     report = clean_corpus(
-        write(tmp_path / "raw.de", de), write(tmp_path / "raw.en", en), out / "c.de", out / "c.en", out / "r.tsv",
-        CleanConfig(langid=False, **config), "de", "en", sources=("https://example.org/raw.de", "raw.en"),
-    )  # fmt: skip
+        write(tmp_path / "raw.de", de),
+        write(tmp_path / "raw.en", en),
+        out / "c.de",
+        out / "c.en",
+        out / "r.tsv",
+        CleanConfig(langid=False, **config),
+        "de",
+        "en",
+        sources=("https://example.org/raw.de", "raw.en"),
+    )
     drops = ", ".join(f"{k}={v}" for k, v in report["dropped"].items() if v)
     return f"kept {(out / 'c.de').read_text().splitlines()}; dropped {drops}"
 
 
 def clean_mono(tmp_path: Path, lines: bytes | list[str]) -> str:
     report = clean_monolingual(
-        [write(tmp_path / "mono.de", lines)], tmp_path / "o.de", tmp_path / "r.json", CleanConfig(), "de",
+        [write(tmp_path / "mono.de", lines)],
+        tmp_path / "o.de",
+        tmp_path / "r.json",
+        CleanConfig(),
+        "de",
         sources=["/data/news.de"],
-    )  # fmt: skip
+    )
     return f"kept {report['kept']}; dropped " + ", ".join(f"{k}={v}" for k, v in report["dropped"].items() if v)
 
 
@@ -136,117 +147,256 @@ LATIN1 = b"".join(line.encode("cp1252") + b"\n" for line in GERMAN)
 # id, run(tmp_path) -> the line, what the line contains
 CASES = [
     # Cleaning: files
-    ("latin1-corpus", lambda t: clean(t, LATIN1 * 4, ENGLISH * 4),
-     "https://example.org/raw.de (read from {t}/raw.de): 16 of 20 lines (80.0%) are not valid UTF-8;"
-     " it looks like Latin-1/cp1252"),
+    (
+        "latin1-corpus",
+        lambda t: clean(t, LATIN1 * 4, ENGLISH * 4),
+        "https://example.org/raw.de (read from {t}/raw.de): 16 of 20 lines (80.0%) are not valid UTF-8;"
+        " it looks like Latin-1/cp1252",
+    ),
     ("latin1-mono", lambda t: clean_mono(t, LATIN1 * 4), "/data/news.de (read from {t}/mono.de): 16 of 20 lines"),
     # Each error names the user's file as configured (URL or path), and the downloaded copy that was read.
-    ("utf16-corpus", lambda t: clean(t, "\n".join(GERMAN).encode("utf-16"), ENGLISH),
-     "https://example.org/raw.de (read from {t}/raw.de): looks like UTF-16"),
-    ("empty-corpus", lambda t: clean(t, b"", b""),
-     "https://example.org/raw.de (read from {t}/raw.de): corpus is empty"),
+    (
+        "utf16-corpus",
+        lambda t: clean(t, "\n".join(GERMAN).encode("utf-16"), ENGLISH),
+        "https://example.org/raw.de (read from {t}/raw.de): looks like UTF-16",
+    ),
+    (
+        "empty-corpus",
+        lambda t: clean(t, b"", b""),
+        "https://example.org/raw.de (read from {t}/raw.de): corpus is empty",
+    ),
     ("empty-mono", lambda t: clean_mono(t, b""), "/data/news.de (read from {t}/mono.de): corpus is empty"),
-    ("every-line-dropped", lambda t: clean(t, GERMAN, GERMAN),
-     "https://example.org/raw.de (read from {t}/raw.de): all 5 lines were dropped by the filters (copy=5)"),
-    ("every-mono-line-dropped", lambda t: clean_mono(t, ["\x1b[31m"] * 3),
-     "/data/news.de (read from {t}/mono.de): all 3 lines were dropped by the filters"),
-    ("line-count-mismatch", lambda t: clean(t, GERMAN, ENGLISH[:3]),
-     "https://example.org/raw.de (read from {t}/raw.de) has 5 lines but raw.en (read from {t}/raw.en) has 3"),
-    ("not-gzip", lambda t: eval_set(t, b"\xff\x00" * 9, ENGLISH, name="test.de.gz"),
-     "https://example.org/test.de.gz (read from {t}/test.de.gz): not a gzip file"),
-    ("truncated-gzip", lambda t: eval_set(t, gzip.compress(b"Ein Satz.\n" * 999)[:-30], ["A sentence."] * 999),
-     "https://example.org/test.de (read from {t}/test.de): truncated gzip stream"),
-    ("missing-file", lambda t: str(prepare_eval_set(t / "nope.de", t / "nope.en", t / "a", t / "b", "de")),
-     "{t}/nope.de: no such file"),
-    ("test-set-line-count-mismatch", lambda t: eval_set(t, GERMAN, ENGLISH[:4]),
-     "https://example.org/test.de (read from {t}/test.de) has 5 lines but https://example.org/test.en (read from"
-     " {t}/test.en) has 4"),
-    ("empty-test-set", lambda t: eval_set(t, b"", []),
-     "https://example.org/test.de (read from {t}/test.de): corpus is empty"),
-    ("test-set-invalid-utf8", lambda t: eval_set(t, LATIN1, ENGLISH),
-     "https://example.org/test.de (read from {t}/test.de): line 1 is not valid UTF-8; it looks like Latin-1/cp1252"),
+    (
+        "every-line-dropped",
+        lambda t: clean(t, GERMAN, GERMAN),
+        "https://example.org/raw.de (read from {t}/raw.de): all 5 lines were dropped by the filters (copy=5)",
+    ),
+    (
+        "every-mono-line-dropped",
+        lambda t: clean_mono(t, ["\x1b[31m"] * 3),
+        "/data/news.de (read from {t}/mono.de): all 3 lines were dropped by the filters",
+    ),
+    (
+        "line-count-mismatch",
+        lambda t: clean(t, GERMAN, ENGLISH[:3]),
+        "https://example.org/raw.de (read from {t}/raw.de) has 5 lines but raw.en (read from {t}/raw.en) has 3",
+    ),
+    (
+        "not-gzip",
+        lambda t: eval_set(t, b"\xff\x00" * 9, ENGLISH, name="test.de.gz"),
+        "https://example.org/test.de.gz (read from {t}/test.de.gz): not a gzip file",
+    ),
+    (
+        "truncated-gzip",
+        lambda t: eval_set(t, gzip.compress(b"Ein Satz.\n" * 999)[:-30], ["A sentence."] * 999),
+        "https://example.org/test.de (read from {t}/test.de): truncated gzip stream",
+    ),
+    (
+        "missing-file",
+        lambda t: str(prepare_eval_set(t / "nope.de", t / "nope.en", t / "a", t / "b", "de")),
+        "{t}/nope.de: no such file",
+    ),
+    (
+        "test-set-line-count-mismatch",
+        lambda t: eval_set(t, GERMAN, ENGLISH[:4]),
+        "https://example.org/test.de (read from {t}/test.de) has 5 lines but https://example.org/test.en (read from"
+        " {t}/test.en) has 4",
+    ),
+    (
+        "empty-test-set",
+        lambda t: eval_set(t, b"", []),
+        "https://example.org/test.de (read from {t}/test.de): corpus is empty",
+    ),
+    (
+        "test-set-invalid-utf8",
+        lambda t: eval_set(t, LATIN1, ENGLISH),
+        "https://example.org/test.de (read from {t}/test.de): line 1 is not valid UTF-8; it looks like Latin-1/cp1252",
+    ),
     ("sha256-mismatch", sha256_mismatch, "{t}/corpus.de: sha256 mismatch, expected 0000"),
     # Cleaning: counted drops and silent repairs
-    ("few-invalid-lines", lambda t: clean(t, GERMAN * 4 + [b"\x81"], ENGLISH * 4 + ["x"], dedup=False),
-     "dropped invalid_utf8=1"),
-    ("ansi-colour-codes",
-     lambda t: clean(t, ["Ein [31mroter[0m Satz.", "Ein \x1b[1;32mgrüner Satz.", "Ein Satz [1]."], ENGLISH[:3]),
-     "kept ['Ein Satz [1].']; dropped ansi_code=2"),
-    ("crlf-and-bom", lambda t: clean(t, b"\xef\xbb\xbfEin Satz.\r\nNoch ein Satz.\r\n", ["A sentence.", "Another."]),
-     "kept ['Ein Satz.', 'Noch ein Satz.']; dropped"),
+    (
+        "few-invalid-lines",
+        lambda t: clean(t, GERMAN * 4 + [b"\x81"], ENGLISH * 4 + ["x"], dedup=False),
+        "dropped invalid_utf8=1",
+    ),
+    (
+        "ansi-colour-codes",
+        lambda t: clean(t, ["Ein [31mroter[0m Satz.", "Ein \x1b[1;32mgrüner Satz.", "Ein Satz [1]."], ENGLISH[:3]),
+        "kept ['Ein Satz [1].']; dropped ansi_code=2",
+    ),
+    (
+        "crlf-and-bom",
+        lambda t: clean(t, b"\xef\xbb\xbfEin Satz.\r\nNoch ein Satz.\r\n", ["A sentence.", "Another."]),
+        "kept ['Ein Satz.', 'Noch ein Satz.']; dropped",
+    ),
     # CR-only line ends (classic Mac OS) are line ends, not one line of the whole file; a CR inside a line is not.
-    ("cr-only-line-ends", lambda t: clean(t, b"Ein Satz.\rNoch ein Satz.\r", ["A sentence.", "Another."]),
-     "kept ['Ein Satz.', 'Noch ein Satz.']; dropped"),
+    (
+        "cr-only-line-ends",
+        lambda t: clean(t, b"Ein Satz.\rNoch ein Satz.\r", ["A sentence.", "Another."]),
+        "kept ['Ein Satz.', 'Noch ein Satz.']; dropped",
+    ),
     ("cr-only-mono", lambda t: clean_mono(t, "\r".join(GERMAN).encode()), "kept 5; dropped"),
     ("cr-only-gzip-test-set", lambda t: eval_set(t, gzip.compress("\r".join(GERMAN).encode()), ENGLISH), "5"),
-    ("cr-inside-a-line", lambda t: clean(t, [b"Ein\rSatz.", b"Noch ein Satz."], ["A sentence.", "Another."]),
-     "kept ['EinSatz.', 'Noch ein Satz.']; dropped"),  # a control character, removed by the normalizer
+    (
+        "cr-inside-a-line",
+        lambda t: clean(t, [b"Ein\rSatz.", b"Noch ein Satz."], ["A sentence.", "Another."]),
+        "kept ['EinSatz.', 'Noch ein Satz.']; dropped",
+    ),  # a control character, removed by the normalizer
     # Output
     ("disk-full", lambda t: full_disk(t, "ENOSPC"), "error: {t}/out/c.de, {t}/out/c.en: no space left on device"),
-    ("file-size-limit", lambda t: full_disk(t, "EFBIG"),
-     "error: {t}/out/c.de, {t}/out/c.en: file too large (file size limit)"),
+    (
+        "file-size-limit",
+        lambda t: full_disk(t, "EFBIG"),
+        "error: {t}/out/c.de, {t}/out/c.en: file too large (file size limit)",
+    ),
     # Config (snakemake -n)
-    ("corpus-name-semicolon", lambda t: workflow(t, {"corpora": {"a;b": {"url": "x.{lang}"}}}),
-     "config error: key 'corpora': 'a;b' does not match"),
-    ("corpus-name-dotdot", lambda t: workflow(t, {"corpora": {"a..b": {"url": "x.{lang}"}}}),
-     "config error: key 'corpora': 'a..b' does not match"),
-    ("corpus-name-slash", lambda t: workflow(t, {"corpora": {"../x": {"url": "x.{lang}"}}}),
-     "config error: key 'corpora': '../x' does not match"),
-    ("negative-layers", lambda t: workflow(t, {"models": {"transformer": {"arch": "transformer", "enc_layers": -2}}}),
-     "config error: key 'models.transformer.enc_layers': -2 is less than the minimum of 1"),
-    ("heads-do-not-divide", lambda t: workflow(t, {"models": {"t": {"arch": "transformer", "n_heads": 3}}}),
-     "config error: models.t.n_heads: d_model 256 is not divisible by n_heads 3"),
-    ("dropout-above-1", lambda t: workflow(t, {"models": {"r": {"arch": "rnn", "dropout": 1.5}}}),
-     "config error: key 'models.r.dropout': 1.5 is greater than or equal to the maximum of 1"),
-    ("even-kernel", lambda t: workflow(t, {"models": {"c": {"arch": "convs2s", "kernel_size": [4]}}}),
-     "config error: models.c.kernel_size: must be odd"),
-    ("wrong-type", lambda t: workflow(t, {"training": {"batch_tokens": "big"}}),
-     "config error: key 'training.batch_tokens': 'big' is not of type 'integer'"),
-    ("test-set-as-training-data", lambda t: workflow(t, {"data": {
-        "train": ["multi30k_train", "test_2016_flickr"], "dev": "multi30k_val", "test": ["test_2016_flickr"]}}),
-     "config error: data.train: corpus 'test_2016_flickr' is also a dev/test set"),
-    ("pair-into-itself", lambda t: workflow(t, {"pairs": ["en-en"]}),
-     "config error: pairs: 'en-en' translates a language into itself"),
-    ("bad-language-code", lambda t: workflow(t, {"pairs": ["english-de"]}),
-     "config error: key 'pairs.0': 'english-de' does not match"),
-    ("tsv-column-missing",
-     lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.tsv", "tsv_columns": {"en": 0}}}}),
-     "config error: corpora.multi30k_val.tsv_columns: no column for 'de' (needed by pair en-de)"),
-    ("bad-sha256", lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.{lang}", "sha256": {"de": "abc"}}}}),
-     "config error: key 'corpora.multi30k_val.sha256.de': 'abc' does not match"),
-    ("config-tab", lambda t: workflow_text(t, "  vocab_size: 300", "\tvocab_size: 300"),
-     "config error: config.yaml, line 33, column 1: found character '\\t' that cannot start any token"
-     " (YAML indents with spaces; replace the tab)"),
-    ("config-bad-indent", lambda t: workflow_text(t, "  lr: 0.002\n", "  lr: 0.002\n   warmup_steps: 5\n"),
-     "config error: config.yaml, line 59, column 16: mapping values are not allowed here"),
+    (
+        "corpus-name-semicolon",
+        lambda t: workflow(t, {"corpora": {"a;b": {"url": "x.{lang}"}}}),
+        "config error: key 'corpora': 'a;b' does not match",
+    ),
+    (
+        "corpus-name-dotdot",
+        lambda t: workflow(t, {"corpora": {"a..b": {"url": "x.{lang}"}}}),
+        "config error: key 'corpora': 'a..b' does not match",
+    ),
+    (
+        "corpus-name-slash",
+        lambda t: workflow(t, {"corpora": {"../x": {"url": "x.{lang}"}}}),
+        "config error: key 'corpora': '../x' does not match",
+    ),
+    (
+        "negative-layers",
+        lambda t: workflow(t, {"models": {"transformer": {"arch": "transformer", "enc_layers": -2}}}),
+        "config error: key 'models.transformer.enc_layers': -2 is less than the minimum of 1",
+    ),
+    (
+        "heads-do-not-divide",
+        lambda t: workflow(t, {"models": {"t": {"arch": "transformer", "n_heads": 3}}}),
+        "config error: models.t.n_heads: d_model 256 is not divisible by n_heads 3",
+    ),
+    (
+        "dropout-above-1",
+        lambda t: workflow(t, {"models": {"r": {"arch": "rnn", "dropout": 1.5}}}),
+        "config error: key 'models.r.dropout': 1.5 is greater than or equal to the maximum of 1",
+    ),
+    (
+        "even-kernel",
+        lambda t: workflow(t, {"models": {"c": {"arch": "convs2s", "kernel_size": [4]}}}),
+        "config error: models.c.kernel_size: must be odd",
+    ),
+    (
+        "wrong-type",
+        lambda t: workflow(t, {"training": {"batch_tokens": "big"}}),
+        "config error: key 'training.batch_tokens': 'big' is not of type 'integer'",
+    ),
+    (
+        "test-set-as-training-data",
+        lambda t: workflow(
+            t,
+            {
+                "data": {
+                    "train": ["multi30k_train", "test_2016_flickr"],
+                    "dev": "multi30k_val",
+                    "test": ["test_2016_flickr"],
+                }
+            },
+        ),
+        "config error: data.train: corpus 'test_2016_flickr' is also a dev/test set",
+    ),
+    (
+        "pair-into-itself",
+        lambda t: workflow(t, {"pairs": ["en-en"]}),
+        "config error: pairs: 'en-en' translates a language into itself",
+    ),
+    (
+        "bad-language-code",
+        lambda t: workflow(t, {"pairs": ["english-de"]}),
+        "config error: key 'pairs.0': 'english-de' does not match",
+    ),
+    (
+        "tsv-column-missing",
+        lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.tsv", "tsv_columns": {"en": 0}}}}),
+        "config error: corpora.multi30k_val.tsv_columns: no column for 'de' (needed by pair en-de)",
+    ),
+    (
+        "bad-sha256",
+        lambda t: workflow(t, {"corpora": {"multi30k_val": {"url": "v.{lang}", "sha256": {"de": "abc"}}}}),
+        "config error: key 'corpora.multi30k_val.sha256.de': 'abc' does not match",
+    ),
+    (
+        "config-tab",
+        lambda t: workflow_text(t, "  vocab_size: 300", "\tvocab_size: 300"),
+        "config error: config.yaml, line 33, column 1: found character '\\t' that cannot start any token"
+        " (YAML indents with spaces; replace the tab)",
+    ),
+    (
+        "config-bad-indent",
+        lambda t: workflow_text(t, "  lr: 0.002\n", "  lr: 0.002\n   warmup_steps: 5\n"),
+        "config error: config.yaml, line 59, column 16: mapping values are not allowed here",
+    ),
     # Distillation: a teacher the run does not train, a student CTranslate2 cannot run, nothing to distill
-    ("distill-unknown-teacher", lambda t: workflow(t, {"distillation": {"teacher": "nosuch", "students": ["student"]}}),
-     "config error: distillation.teacher: 'nosuch' is not a key of models (defined: convs2s, rnn, student,"),
-    ("distill-untrained-teacher", lambda t: workflow(t, {"distillation": {
-        "teacher": "rnn", "teacher_stage": "bt_beam", "students": ["student"]}}),
-     "config error: distillation.teacher_stage: 'rnn' is not trained on stage 'bt_beam' (its stages: baseline;"),
-    ("distill-student-cannot-export", lambda t: workflow(t, {"distillation": {"students": ["rnn"]}}),
-     "config error: distillation.students: 'rnn' is a rnn, which cannot be exported to CTranslate2"),
-    ("distill-empty-source", lambda t: str(split_corpus([write(t / "train.en", b"")], t / "parts", 10, "en")),
-     "{t}/train.en: nothing to split, the file is empty"),
+    (
+        "distill-unknown-teacher",
+        lambda t: workflow(t, {"distillation": {"teacher": "nosuch", "students": ["student"]}}),
+        "config error: distillation.teacher: 'nosuch' is not a key of models (defined: convs2s, rnn, student,",
+    ),
+    (
+        "distill-untrained-teacher",
+        lambda t: workflow(
+            t, {"distillation": {"teacher": "rnn", "teacher_stage": "bt_beam", "students": ["student"]}}
+        ),
+        "config error: distillation.teacher_stage: 'rnn' is not trained on stage 'bt_beam' (its stages: baseline;",
+    ),
+    (
+        "distill-student-cannot-export",
+        lambda t: workflow(t, {"distillation": {"students": ["rnn"]}}),
+        "config error: distillation.students: 'rnn' is a rnn, which cannot be exported to CTranslate2",
+    ),
+    (
+        "distill-empty-source",
+        lambda t: str(split_corpus([write(t / "train.en", b"")], t / "parts", 10, "en")),
+        "{t}/train.en: nothing to split, the file is empty",
+    ),
     ("distilled-corpus-empty", distilled_nothing, "{t}/hyp.de: no synthetic pair is left after the filters (empty=3,"),
     # Targets the config does not define (snakemake -n TARGET)
-    ("unknown-model", lambda t: workflow(t, target=TARGET.format("nosuch")),
-     "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, student, transformer)"),
-    ("unknown-pair", lambda t: workflow(t, target=TARGET.replace("en-de", "de-en").format("rnn")),
-     "error: 'de-en' is not defined under pairs in the config (defined: en-de)"),
+    (
+        "unknown-model",
+        lambda t: workflow(t, target=TARGET.format("nosuch")),
+        "error: 'nosuch' is not defined under models in the config (defined: convs2s, rnn, student, transformer)",
+    ),
+    (
+        "unknown-pair",
+        lambda t: workflow(t, target=TARGET.replace("en-de", "de-en").format("rnn")),
+        "error: 'de-en' is not defined under pairs in the config (defined: en-de)",
+    ),
     # A language that no pair has (fr) names the pair too, for a model and for the data before it.
-    ("unknown-pair-language", lambda t: workflow(t, target=TARGET.replace("en-de", "en-fr").format("transformer")),
-     "error: 'en-fr' is not defined under pairs in the config (defined: en-de)"),
-    ("unknown-pair-eval-set", lambda t: workflow(t, target="results/fr-de/data/eval/multi30k_val.de"),
-     "error: 'fr-de' is not defined under pairs in the config (defined: en-de)"),
-    ("unknown-corpus", lambda t: workflow(t, target="results/data/download/nosuch.en"),
-     "error: 'nosuch' is not defined under corpora in the config (defined: multi30k_mono1,"),
-    ("unknown-seed", lambda t: workflow(t, target=TARGET.format("rnn").replace("seed1", "seed7")),
-     "No rule to produce results/en-de/rnn/baseline/seed7/model/model.pt"),
-    ("unknown-variant", lambda t: workflow(t, target=TARGET.format("rnn").replace("baseline", "bt_nosuch")),
-     "No rule to produce results/en-de/rnn/bt_nosuch/seed1/model/model.pt"),
-]  # fmt: skip
+    (
+        "unknown-pair-language",
+        lambda t: workflow(t, target=TARGET.replace("en-de", "en-fr").format("transformer")),
+        "error: 'en-fr' is not defined under pairs in the config (defined: en-de)",
+    ),
+    (
+        "unknown-pair-eval-set",
+        lambda t: workflow(t, target="results/fr-de/data/eval/multi30k_val.de"),
+        "error: 'fr-de' is not defined under pairs in the config (defined: en-de)",
+    ),
+    (
+        "unknown-corpus",
+        lambda t: workflow(t, target="results/data/download/nosuch.en"),
+        "error: 'nosuch' is not defined under corpora in the config (defined: multi30k_mono1,",
+    ),
+    (
+        "unknown-seed",
+        lambda t: workflow(t, target=TARGET.format("rnn").replace("seed1", "seed7")),
+        "No rule to produce results/en-de/rnn/baseline/seed7/model/model.pt",
+    ),
+    (
+        "unknown-variant",
+        lambda t: workflow(t, target=TARGET.format("rnn").replace("baseline", "bt_nosuch")),
+        "No rule to produce results/en-de/rnn/bt_nosuch/seed1/model/model.pt",
+    ),
+]
 
 
 @pytest.mark.parametrize("run, expected", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
@@ -285,8 +435,9 @@ def test_next_run_removes_stale_temp_files(tmp_path):
     stale = write(tmp_path / f"results/data/download/.multi30k_val.de.{int(dead.stdout)}.tmp", ["half"])
     os.utime(stale, (time.time() - 3600,) * 2)
     (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
-    out = snakemake("--cores", "1", "results/data/download/multi30k_val.de", "--config", f"mirror={MIRROR}",
-                    workdir=tmp_path)  # fmt: skip
+    out = snakemake(
+        "--cores", "1", "results/data/download/multi30k_val.de", "--config", f"mirror={MIRROR}", workdir=tmp_path
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert not stale.exists() and (tmp_path / "results/data/download/multi30k_val.de").exists()
 

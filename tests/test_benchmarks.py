@@ -20,9 +20,9 @@ import yaml
 from conftest import MIRROR, REPO
 from test_workflow import needs_mirror
 
+from nmt.config_file import parse_model
 from nmt.data.binarize import BinarizedData
 from nmt.data.subword import load_subword
-from nmt.experiment import parse_model
 from nmt.vocab import EOS
 
 
@@ -109,13 +109,20 @@ def test_compare_toolkits_small_size_is_the_default_transformer_of_config_yaml()
     model = parse_model("transformer", config["models"]["transformer"], config["training"], "models.transformer")
     setup, arch, training = setup_of_size("small", threads=2), model.config, model.training
     assert (setup.enc_layers, setup.dec_layers, setup.d_model, setup.heads, setup.ff_dim, setup.dropout) == (
-        arch.enc_layers, arch.dec_layers, arch.d_model, arch.n_heads, arch.ff_dim, arch.dropout,
-    )  # fmt: skip
+        arch.enc_layers,
+        arch.dec_layers,
+        arch.d_model,
+        arch.n_heads,
+        arch.ff_dim,
+        arch.dropout,
+    )
     assert arch.norm == "pre" and arch.share_embeddings and arch.tie_output
     assert (setup.batch_tokens, setup.lr, setup.warmup) == (training.batch_tokens, training.lr, training.warmup_steps)
     assert (setup.label_smoothing, setup.clip_norm, setup.adam_eps) == (
-        training.label_smoothing, training.clip_norm, training.adam_eps,
-    )  # fmt: skip
+        training.label_smoothing,
+        training.clip_norm,
+        training.adam_eps,
+    )
     assert tuple(setup.adam_betas) == tuple(training.adam_betas)
     assert setup_of_size("tiny", threads=2) == Setup(threads=2)  # today's benchmark model, unchanged
 
@@ -280,16 +287,28 @@ SAME_BUT_FOR_TIME = [
     (".json", '{"bleu": 1.0, "valid": {"seconds": 3}}', '{"bleu": 1.5, "valid": {"seconds": 3}}', False),
     (".tsv", "step\tloss\ttokens_per_second\n10\t6.2\t900\n", "step\tloss\ttokens_per_second\n10\t6.2\t80\n", True),
     (".tsv", "step\tloss\ttokens_per_second\n10\t6.2\t900\n", "step\tloss\ttokens_per_second\n10\t6.1\t900\n", False),
-    (".md", "| bleu | train_seconds |\n|--:|--:|\n| 3.5 | 11.5 |\n",
-     "| bleu | train_seconds |\n|--:|--:|\n| 3.5 | 9 |\n", True),
+    (
+        ".md",
+        "| bleu | train_seconds |\n|--:|--:|\n| 3.5 | 11.5 |\n",
+        "| bleu | train_seconds |\n|--:|--:|\n| 3.5 | 9 |\n",
+        True,
+    ),
     (".md", "| bleu | train_seconds |\n| 3.5 | 11.5 |\n", "| bleu | train_seconds |\n| 3.6 | 11.5 |\n", False),
-    (".html", "<p>x</p><table><tr><th>bleu</th><th>seconds</th></tr><tr><td>1</td><td>2</td></tr></table>",
-     "<p>x</p><table><tr><th>bleu</th><th>seconds</th></tr><tr><td>1</td><td>7</td></tr></table>", True),
-    (".html", "<p>x</p><table><tr><th>bleu</th></tr><tr><td>1</td></tr></table>",
-     "<p>y</p><table><tr><th>bleu</th></tr><tr><td>1</td></tr></table>", False),
+    (
+        ".html",
+        "<p>x</p><table><tr><th>bleu</th><th>seconds</th></tr><tr><td>1</td><td>2</td></tr></table>",
+        "<p>x</p><table><tr><th>bleu</th><th>seconds</th></tr><tr><td>1</td><td>7</td></tr></table>",
+        True,
+    ),
+    (
+        ".html",
+        "<p>x</p><table><tr><th>bleu</th></tr><tr><td>1</td></tr></table>",
+        "<p>y</p><table><tr><th>bleu</th></tr><tr><td>1</td></tr></table>",
+        False,
+    ),
     (".html", '<p><img src="data:image/png;base64,iVBO"></p>', '<p><img src="data:image/png;base64,iVBP"></p>', False),
     (".de", "ein Hund\n", "ein Hund \n", False),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("suffix", "ours", "theirs", "same"), SAME_BUT_FOR_TIME)

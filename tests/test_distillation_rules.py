@@ -52,7 +52,7 @@ def test_each_part_of_the_teacher_samples_with_its_own_seed(tmp_path):
 
 
 def test_beam_parts_keep_the_one_seed(tmp_path):
-    """Beam search draws nothing: its parts' params stay those of before, so that no part is rerun for nothing."""
+    """Beam search draws nothing: every part keeps the generation's one seed."""
     searches = part_searches(tmp_path, {"beam_size": 2, "seed": 7})
     assert [search["seed"] for search in searches["distill_part"]] == [7, 7, 7]
 

@@ -1,6 +1,6 @@
 """The evaluation's jobs rerun when what they depend on changes, where Snakemake sees neither the order of a job's
 inputs (a new significance baseline) nor the machine (the device and precision of a decoding): tiny real runs of
-translate_test and significance on untrained toy models, then dry runs with other configs."""
+translate_test and compute_significance on untrained toy models, then dry runs with other configs."""
 
 import json
 import re
@@ -30,7 +30,7 @@ CONFIG = {
 }
 SIGNIFICANCE = "results/en-de/significance/test.json"
 # The jobs under test; the others' files (the models, the test set) are taken as they are.
-RULES = ["translate_test", "significance"]
+RULES = ["translate_test", "compute_significance"]
 
 
 def snakemake(workdir: Path, *args: str) -> str:
@@ -73,7 +73,7 @@ def workdir(tmp_path_factory, toy_spm) -> Path:
     write_lines(root / "results/en-de/data/eval/test.en", src)
     write_lines(root / "results/en-de/data/eval/test.de", trg)
     jobs = run(root, CONFIG)
-    assert sorted(rule for rule, _ in jobs) == ["significance", "translate_test", "translate_test"], jobs
+    assert sorted(rule for rule, _ in jobs) == ["compute_significance", "translate_test", "translate_test"], jobs
     assert run(root, CONFIG, dry=True) == [], "an unchanged config plans nothing"
     return root
 
@@ -102,7 +102,7 @@ def test_each_decoding_records_its_device_and_precision_and_their_settings_rerun
     for training in ({"bf16": "off"}, {"device": "cpu"}):
         models = {**CONFIG["models"], "rnn": {**CONFIG["models"]["rnn"], "training": training}}
         jobs = run(workdir, with_models(models), dry=True)
-        assert [rule for rule, _ in jobs] == ["translate_test", "significance"], (training, jobs)
+        assert [rule for rule, _ in jobs] == ["translate_test", "compute_significance"], (training, jobs)
         assert "Params have changed" in jobs[0][1], jobs
 
 
@@ -113,9 +113,9 @@ def test_a_new_baseline_reruns_the_significance_tests_against_it(workdir, tmp_pa
     rnn_first = with_models({"rnn": CONFIG["models"]["rnn"], "transformer": CONFIG["models"]["transformer"]})
     for config in ({**CONFIG, "tables": {**CONFIG["tables"], "baseline": "rnn"}}, rnn_first):
         jobs = run(workdir, config, dry=True)
-        assert [rule for rule, _ in jobs] == ["significance"], jobs
+        assert [rule for rule, _ in jobs] == ["compute_significance"], jobs
         assert "Params have changed" in jobs[0][1], jobs
-    assert [rule for rule, _ in run(workdir, rnn_first)] == ["significance"]
+    assert [rule for rule, _ in run(workdir, rnn_first)] == ["compute_significance"]
     records = json.loads((workdir / SIGNIFICANCE).read_text())
     rnn = "results/en-de/rnn/baseline/seed1/translations/test.de"
     assert {r["baseline_hyp"] for r in records} == {rnn} and {r["baseline"] for r in records} == {"rnn/baseline/seed1"}

@@ -1,16 +1,15 @@
-"""nmt.experiment: the experiment a workflow config describes, built and checked without running Snakemake."""
+"""nmt.experiment: the experiment a workflow config describes (its systems, runs and each rule's settings), built
+from the tiny end-to-end config without running Snakemake."""
 
 import copy
-import re
 
-import pytest
 import yaml
 from conftest import REPO
 from snakemake.utils import validate  # the schema call of workflow/rules/common.smk: it fills in the defaults
 
 from nmt.config import ModelMeta
-from nmt.errors import ConfigError
-from nmt.experiment import Run, System, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
+from nmt.config_file import load_experiment
+from nmt.experiment import Run, System
 from nmt.models.seq2seq import build_model
 
 TINY = yaml.safe_load((REPO / "tests/integration/config.yaml").read_text())
@@ -64,9 +63,6 @@ def test_distillation_teacher_students_and_their_search():
     assert experiment.test_decoding("transformer").beam_size == 3
     assert experiment.distillation.generation.beam_size == 2
     assert experiment.distillation.export_decoding.runtime == "ctranslate2"
-    assert experiment.teacher_files("en", "de") == [
-        f"results/en-de/transformer/baseline/seed{n}/model/model.pt" for n in (1, 2)
-    ]
     # Distilled targets only (upsample_real 0) unless with_real; the students' data are never tagged.
     assert experiment.distillation.synthetic.upsample_real == 0
     assert not experiment.model_meta("en", "de", "distilled").tagged_bt
@@ -75,7 +71,7 @@ def test_distillation_teacher_students_and_their_search():
     assert mixed.distillation.synthetic.upsample_real == 1
     assert mixed.describe_data("distilled") == "distilled (transformer tiny, beam2, + parallel)"
     # The rows of the distillation table: the teacher's ensemble, each student's first seed in torch and exported.
-    assert [(d.role, d.model, d.stage, d.run, d.quantization) for d in experiment.deployed()] == [
+    assert [(d.role, d.model, d.stage, d.run, d.quantization) for d in experiment.distillation_rows()] == [
         ("teacher", "transformer", "baseline", "ensemble", None),
         ("student", "student", "baseline", "seed1", None),
         ("student", "student", "distilled", "seed1", None),
@@ -83,24 +79,6 @@ def test_distillation_teacher_students_and_their_search():
     ]
     assert experiment_of(distillation={}).distillation is None
     assert "distilled" not in experiment_of(distillation={}).stages
-
-
-@pytest.mark.parametrize(
-    "distillation, message",
-    [
-        ({"teacher": "nosuch", "students": ["student"]}, "distillation.teacher: 'nosuch' is not a key of models"),
-        ({"teacher_stage": "distilled", "students": ["student"]}, "'transformer' is not trained on stage 'distilled'"),
-        ({"teacher": "rnn", "teacher_stage": "bt_beam", "students": ["student"]}, "(its stages: baseline;"),
-        ({"students": ["nosuch"]}, "distillation.students: 'nosuch' is not a key of models"),
-        ({"students": ["convs2s"]}, "'convs2s' is a convs2s, which cannot be exported to CTranslate2"),
-        ({"students": ["student"], "decoding": {"method": "beam"}}, "with method greedy or sample, not beam"),
-    ],
-)
-def test_distillation_errors_name_the_key(distillation, message):
-    with pytest.raises(ConfigError, match=re.escape(message)):
-        experiment_of(distillation=distillation)
-    # Without CTranslate2 rows, any architecture is a student and beam search its search.
-    experiment_of(distillation={"students": ["convs2s"], "decoding": {"method": "beam"}, "ctranslate2": []})
 
 
 def test_tables_baseline_and_a_single_seed():
@@ -173,68 +151,7 @@ def test_system_row():
 
 
 DATA = {"train": ["multi30k_train"], "dev": "multi30k_val", "test": ["test_2016_flickr"], "mono": ["multi30k_mono1"]}
-TSV = {"url": "v.tsv", "tsv_columns": {"en": 0}}
-TRAIN, VAL, MONO = (TINY["corpora"][name] for name in ("multi30k_train", "multi30k_val", "multi30k_mono1"))
-
-
-@pytest.mark.parametrize(
-    "sections, message",
-    [
-        # Data roles refer to corpora, never train on a dev/test set, and every pair's languages exist.
-        ({"data": {**DATA, "train": ["nope"]}}, "data.train: corpus 'nope' is not defined under corpora"),
-        ({"data": {**DATA, "test": ["nope"]}}, "data.test: corpus 'nope' is not defined under corpora"),
-        ({"data": {**DATA, "mono": ["multi30k_val"]}}, "data.mono: corpus 'multi30k_val' is also a dev/test set"),
-        ({"pairs": ["en-en"]}, "pairs: 'en-en' translates a language into itself"),
-        (
-            {"corpora": {**TINY["corpora"], "multi30k_val": TSV}},
-            "corpora.multi30k_val.tsv_columns: no column for 'de' (needed by pair en-de)",
-        ),
-        # Back-translation models are models, and need monolingual data.
-        ({"backtranslation": {"models": ["lstm"]}}, "backtranslation.models: 'lstm' is not a key of models"),
-        ({"data": {**DATA, "mono": []}}, "backtranslation.models: back-translation needs monolingual corpora"),
-        ({"tables": {"baseline": "lstm"}}, "tables.baseline: 'lstm' is not a key of models"),
-        # Values the schema lets through and nmt's dataclasses reject.
-        ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
-        ({"models": {"t": {"arch": "rnn", "size": "huge"}}}, "models.t.size: 'huge' is not a rnn size"),
-        ({"models": {"t": {"arch": "rnn", "training": {"lr": "x"}}}}, "models.t.training.lr: expected float, got 'x'"),
-        (
-            {"backtranslation": {"models": [], "reverse_model": {"arch": "rnn", "layers": 2}}},
-            "backtranslation.reverse_model: unknown key 'layers'",
-        ),
-        (
-            {"backtranslation": {"variants": {"bt": {"generation": {"method": "nucleus"}}}}},
-            "backtranslation.variants.bt.generation.method: 'nucleus' is not one of",
-        ),
-        ({"corpora": {**TINY["corpora"], "x": {"url": "https://a/b.txt"}}}, "corpora.x: 'https://a/b.txt' needs a"),
-        # Per-corpus cleaning and weights: values checked as in the cleaning section, only for training corpora.
-        (
-            {"corpora": {**TINY["corpora"], "multi30k_train": {**TRAIN, "cleaning": {"max_ratio": -1}}}},
-            "corpora.multi30k_train.cleaning.max_ratio: must be > 0, got -1",
-        ),
-        (
-            {"corpora": {**TINY["corpora"], "multi30k_val": {**VAL, "cleaning": {"langid": False}}}},
-            "corpora.multi30k_val.cleaning: 'multi30k_val' is not a training corpus (data.train)",
-        ),
-        (
-            {"corpora": {**TINY["corpora"], "multi30k_mono1": {**MONO, "weight": 2}}},
-            "corpora.multi30k_mono1.weight: 'multi30k_mono1' is not a training corpus (data.train)",
-        ),
-        (
-            {"models": {"t": {"arch": "rnn", "training": {"corpus_weights": {"a": 2}}}}},
-            "models.t.training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
-        ),
-        (
-            {"training": {**TINY["training"], "corpus_weights": {"a": 2}}},
-            "training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
-        ),
-    ],
-)
-def test_errors_are_one_line_naming_the_key(sections, message):
-    with pytest.raises(ConfigError) as excinfo:
-        experiment_of(**sections)
-    assert message in str(excinfo.value) and "\n" not in str(excinfo.value)
-
-
+TRAIN = TINY["corpora"]["multi30k_train"]
 TWO_CORPORA = {
     "data": {**DATA, "train": ["multi30k_train", "flickr_extra"]},
     "corpora": {
@@ -268,48 +185,3 @@ def test_without_weights_training_is_unweighted():
     experiment = experiment_of()
     assert experiment.corpus_weights is None and experiment.training("rnn", 1, "de").corpus_weights is None
     assert experiment.corpus_cleaning("multi30k_train") == experiment.cleaning
-
-
-def test_command_line_overrides_are_read_as_yaml():
-    schema = SCHEMA["properties"]
-    # Snakemake gives nested --config values as strings: read them as the config file would give them.
-    assert read_overrides(["1", "2"], schema["seeds"], "seeds") == [1, 2]
-    assert read_overrides({"max_steps": "100"}, schema["training"], "training") == {"max_steps": 100}
-    assert read_overrides({"t": {"arch": "rnn", "d_model": "8"}}, schema["models"], "models") == {
-        "t": {"arch": "rnn", "d_model": 8}
-    }
-    # A string where the schema wants one stays a string ("1.0" is a version, not a number).
-    opus = read_overrides({"x": {"version": "1.0"}}, schema["corpora"], "corpora")
-    assert opus == {"x": {"version": "1.0"}}
-    with pytest.raises(ConfigError, match=r"^key 'seeds': --config value '\[1, 2' is not YAML"):
-        read_overrides("[1, 2", schema["seeds"], "seeds")
-
-
-def test_plain_yaml_switches_and_numbers_are_read_as_the_schema_means():
-    """YAML 1.1 reads ``bf16: on`` as True and ``1e-3`` as a string; the schema's keys are read again, and the
-    sections it does not spell out (a model's ``training``) by nmt.config.from_dict."""
-    sections = yaml.safe_load(
-        "training: {bf16: on, lr: 1e-3, max_steps: 1e3, adam_betas: [9e-1, 0.98]}\n"
-        "decoding: {max_len_a: 2e0}\n"
-        "models: {transformer: {arch: transformer, size: tiny, dropout: 1e-1, training: {bf16: off, lr: 5e-4}}}\n"
-    )
-    assert sections["training"]["bf16"] is True and sections["training"]["lr"] == "1e-3"
-    config = read_yaml_habits(copy.deepcopy(TINY) | sections, SCHEMA)
-    assert config["training"] == {"bf16": "on", "lr": 0.001, "max_steps": 1000, "adam_betas": [0.9, 0.98]}
-    assert config["decoding"] == {"max_len_a": 2.0} and config["models"]["transformer"]["dropout"] == 0.1
-    assert config["data"] == TINY["data"] and config["seeds"] == TINY["seeds"]  # the rest as it was
-    experiment = experiment_of(**config | {"distillation": {}})
-    training = experiment.models["transformer"].training
-    assert training.bf16 == "off" and training.lr == 5e-4
-    assert experiment.decoding.max_len_a == 2.0
-    # A string that is no number stays a string, for the schema to name.
-    assert read_yaml_habits({"lr": "fast", "device": True}, SCHEMA["properties"]["training"]) == {
-        "lr": "fast",
-        "device": True,
-    }
-
-
-def test_training_seed_is_rejected():
-    reject_training_seeds({"training": {"lr": 1}, "models": {"t": {"arch": "rnn"}}})
-    with pytest.raises(ConfigError, match="key 'models.t.training.seed': set the top-level list 'seeds'"):
-        reject_training_seeds({"models": {"t": {"arch": "rnn", "training": {"seed": 2}}}})

@@ -212,8 +212,10 @@ def test_check_encoding_warns_then_stops(
             with pytest.raises(DataError) as excinfo:
                 check_encoding(path, "https://example.org/c.de", invalid, lines, max_share)
             message = assert_one_line(excinfo, f"https://example.org/c.de (read from {path}): {invalid:,} of {lines:,}")
-            assert message.endswith("looks like Latin-1/cp1252; convert it to UTF-8 (e.g. iconv -f cp1252 -t utf-8) "
-                                    "or raise cleaning.max_invalid_utf8")  # fmt: skip
+            assert message.endswith(
+                "looks like Latin-1/cp1252; convert it to UTF-8 (e.g. iconv -f cp1252 -t utf-8) "
+                "or raise cleaning.max_invalid_utf8"
+            )
         else:
             check_encoding(path, str(path), invalid, lines, max_share)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -40,12 +40,23 @@ BASELINE = hyp("transformer", "baseline", "seed1")
 def score_record(model, stage, seed):
     bleu, chrf, ter = SCORES[model, stage, seed]
     return {
-        "pair": PAIR, "testset": TEST, "model": model, "arch": model, "size": "base", "stage": stage,
-        "data": "parallel" if stage == "baseline" else "parallel+bt (beam5)", "seed": seed,
-        "bleu": bleu, "chrf": chrf, "ter": ter, "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|v:2.4",
-        "parameters": 1_000_000, "train_seconds": 3600.5, "hyp": hyp(model, stage, f"seed{seed}"),
+        "pair": PAIR,
+        "testset": TEST,
+        "model": model,
+        "arch": model,
+        "size": "base",
+        "stage": stage,
+        "data": "parallel" if stage == "baseline" else "parallel+bt (beam5)",
+        "seed": seed,
+        "bleu": bleu,
+        "chrf": chrf,
+        "ter": ter,
+        "bleu_signature": "nrefs:1|case:mixed|eff:no|tok:13a|v:2.4",
+        "parameters": 1_000_000,
+        "train_seconds": 3600.5,
+        "hyp": hyp(model, stage, f"seed{seed}"),
         "ref": f"results/{PAIR}/data/eval/{TEST}.de",
-    }  # fmt: skip
+    }
 
 
 def test_record(model, stage, seed, metric, p_value):
@@ -53,12 +64,22 @@ def test_record(model, stage, seed, metric, p_value):
     score = SCORES[model, stage, seed][["bleu", "chrf", "ter"].index(metric)]
     baseline_score = SCORES["transformer", "baseline", 1][["bleu", "chrf", "ter"].index(metric)]
     return {
-        "system": hyp(model, stage, f"seed{seed}"), "metric": metric, "score": score, "mean": score + 0.01,
-        "ci95": 0.5, "p_value": p_value, "significant": p_value is not None and p_value < 0.05,
+        "system": hyp(model, stage, f"seed{seed}"),
+        "metric": metric,
+        "score": score,
+        "mean": score + 0.01,
+        "ci95": 0.5,
+        "p_value": p_value,
+        "significant": p_value is not None and p_value < 0.05,
         "direction": None if p_value is None else direction(metric, score, baseline_score),
-        "baseline": BASELINE, "n_samples": 1000, "seed": 12345, "hyp": hyp(model, stage, f"seed{seed}"),
-        "baseline_hyp": BASELINE, "ref": f"results/{PAIR}/data/eval/{TEST}.de", "signature": "nrefs:1|bs:1000",
-    }  # fmt: skip
+        "baseline": BASELINE,
+        "n_samples": 1000,
+        "seed": 12345,
+        "hyp": hyp(model, stage, f"seed{seed}"),
+        "baseline_hyp": BASELINE,
+        "ref": f"results/{PAIR}/data/eval/{TEST}.de",
+        "signature": "nrefs:1|bs:1000",
+    }
 
 
 test_record.__test__ = False  # a helper, not a test
@@ -149,9 +170,12 @@ def test_html_page_escapes_text_and_aligns_text_left():
 
 def test_cleaning_report_page(tmp_path):
     result = {
-        "src": "a.en", "trg": "a.de", "lines_in": 29000, "kept": 400,
+        "src": "a.en",
+        "trg": "a.de",
+        "lines_in": 29000,
+        "kept": 400,
         "dropped": {"empty": 0, "ratio": 12, "langid": 88, "duplicate": 0, "max_pairs": 28500},
-    }  # fmt: skip
+    }
     write_report(result, tmp_path / "c.report.tsv")
     settings = {"langid": False, "max_pairs": 400, "max_token_chars": None}
     render_cleaning_report(tmp_path / "c.report.tsv", tmp_path / "c.report.html", "Cleaning of c (en-de)", settings)
@@ -170,18 +194,32 @@ def test_cleaning_report_page(tmp_path):
 
 
 def test_monolingual_and_back_translation_report_pages(tmp_path):
-    mono = {"inputs": ["results/data/download/m.de"], "lines_in": 29000, "kept": 300,
-            "dropped": {"empty": 10, "in_eval": 0, "duplicate": 690, "max_sentences": 28000}}  # fmt: skip
+    mono = {
+        "inputs": ["results/data/download/m.de"],
+        "lines_in": 29000,
+        "kept": 300,
+        "dropped": {"empty": 10, "in_eval": 0, "duplicate": 690, "max_sentences": 28000},
+    }
     (tmp_path / "mono.report.json").write_text(json.dumps(mono))
     render_mono_report(tmp_path / "mono.report.json", tmp_path / "mono.html", "Monolingual de")
     [table] = html_tables((tmp_path / "mono.html").read_text())
     assert table[0] == ["filter", "sentences", "share"]
     assert [row[:2] for row in table[1:]] == [
-        ["lines_in", "29,000"], ["empty", "10"], ["duplicate", "690"], ["max_sentences", "28,000"], ["kept", "300"]
-    ]  # fmt: skip
+        ["lines_in", "29,000"],
+        ["empty", "10"],
+        ["duplicate", "690"],
+        ["max_sentences", "28,000"],
+        ["kept", "300"],
+    ]
     assert "results/data/download/m.de" in (tmp_path / "mono.html").read_text()
-    synthetic = {"real_pairs": 400, "upsample_real": 2, "synthetic_in": 300, "synthetic_pairs": 290, "tagged": True,
-                 "dropped": {"empty": 4, "copy": 6, "repeated_ngram": 0, "ratio": 0, "synthetic_ratio": 0}}  # fmt: skip
+    synthetic = {
+        "real_pairs": 400,
+        "upsample_real": 2,
+        "synthetic_in": 300,
+        "synthetic_pairs": 290,
+        "tagged": True,
+        "dropped": {"empty": 4, "copy": 6, "repeated_ngram": 0, "ratio": 0, "synthetic_ratio": 0},
+    }
     (tmp_path / "report.json").write_text(json.dumps(synthetic))
     render_synthetic_report(tmp_path / "report.json", tmp_path / "report.html", "bt_sample_tagged")
     mixture, filters = html_tables((tmp_path / "report.html").read_text())

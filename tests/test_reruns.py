@@ -57,17 +57,28 @@ def config(data: Path, order: list[str], max_pairs: int, teacher_lr: float, base
         },
         "seeds": [1],
         "training": {
-            "threads": 1, "batch_tokens": 1024, "max_steps": 20, "warmup_steps": 5, "lr": 0.002, "log_every": 10,
-            "valid_every": 10, "checkpoint_every": 10,
+            "threads": 1,
+            "batch_tokens": 1024,
+            "max_steps": 20,
+            "warmup_steps": 5,
+            "lr": 0.002,
+            "log_every": 10,
+            "valid_every": 10,
+            "checkpoint_every": 10,
         },
         "decoding": {"beam_size": 2, "batch_size": 200},
         "backtranslation": {"models": []},
         "distillation": {
-            "teacher": "transformer", "students": ["student"], "generation": {"beam_size": 2, "batch_size": 200},
-            "ctranslate2": [], "chunk_lines": 300, "repeats": 1, "filters": {"max_ratio": 50},
+            "teacher": "transformer",
+            "students": ["student"],
+            "generation": {"beam_size": 2, "batch_size": 200},
+            "ctranslate2": [],
+            "chunk_lines": 300,
+            "repeats": 1,
+            "filters": {"max_ratio": 50},
         },
         "tables": {"baseline": baseline, "bootstrap_samples": 100},
-    }  # fmt: skip
+    }
 
 
 def model_files(workdir: Path) -> dict[str, Path]:
@@ -78,9 +89,9 @@ def model_files(workdir: Path) -> dict[str, Path]:
 @needs_mirror
 def test_a_rerun_after_config_changes_equals_a_run_from_scratch(tmp_path):
     """One rerun after a new learning rate of the teacher, a data key (max_pairs), the order of two weighted corpora,
-    another significance baseline and a local corpus cut from 150 to 100 lines. Before, the trainings resumed their
-    old checkpoints (a changed lr finished at once with the old weights; new data met old weights), reordered
-    corpora met their weights in the old order, and neither the baseline nor the local file reran anything."""
+    another significance baseline and a local corpus cut from 150 to 100 lines: no training resumes a checkpoint of
+    the old settings or data, reordered corpora meet their own weights, and the baseline and the local file rerun
+    what depends on them."""
     run, fresh = tmp_path / "run", tmp_path / "fresh"
     for workdir in (run, fresh):
         write_corpus(workdir / "data/extra", "train", 20000, 20150)
@@ -97,7 +108,7 @@ def test_a_rerun_after_config_changes_equals_a_run_from_scratch(tmp_path):
     (run / "config.yaml").write_text(yaml.safe_dump(swapped))
     assert "rule binarize_corpus:" in snakemake(run, "-n").stdout
     (run / "config.yaml").write_text(yaml.safe_dump(old | {"tables": old["tables"] | {"baseline": "rnn"}}))
-    assert "rule significance:" in snakemake(run, "-n").stdout
+    assert "rule compute_significance:" in snakemake(run, "-n").stdout
 
     for workdir in (run, fresh):
         write_corpus(workdir / "data/extra", "train", 20000, 20100)

@@ -113,10 +113,17 @@ def tiny_transformer_config() -> dict:
 def slurm_options(slurm_node: dict[str, int]) -> list[str]:
     """profiles/slurm with what the test cluster needs: no accounting (sacct fails), quick answers, one small node."""
     return [
-        "--workflow-profile", str(REPO / "profiles" / "slurm"), "--slurm-status-command", "squeue",
-        "--slurm-init-seconds-before-status-checks", "2", "--max-threads", str(slurm_node["cpus"]),
-        "--resources", f"mem_mb={slurm_node['mem_mb']}",
-    ]  # fmt: skip
+        "--workflow-profile",
+        str(REPO / "profiles" / "slurm"),
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--max-threads",
+        str(slurm_node["cpus"]),
+        "--resources",
+        f"mem_mb={slurm_node['mem_mb']}",
+    ]
 
 
 def export_to_jobs(monkeypatch) -> None:
@@ -161,9 +168,9 @@ def test_tiny_pipeline_on_slurm(slurm_node, tmp_path, monkeypatch):
     assert sorted(submitted.values()) == [
         "binarize_corpus",
         "clean_corpus",
+        "compute_significance",
         "prepare_eval_set",
         "prepare_eval_set",
-        "significance",
         "train_model",
         "train_subword",
         "translate_test",
@@ -204,11 +211,19 @@ def test_a_requeued_training_job_resumes_from_its_checkpoint(slurm_node, tmp_pat
     prepared = snakemake(*target, "--cores", "2", "--omit-from", "train_model", workdir=workdir)
     assert prepared.returncode == 0, prepared.stderr[-3000:]
     shutil.copytree(workdir, straight)
-    local = subprocess.Popen([*SNAKEMAKE, "--directory", str(straight), *target, "--cores", "1"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    local = subprocess.Popen(
+        [*SNAKEMAKE, "--directory", str(straight), *target, "--cores", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     export_to_jobs(monkeypatch)
-    submitted = subprocess.Popen([*SNAKEMAKE, "--directory", str(workdir), *target, *slurm_options(slurm_node)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    submitted = subprocess.Popen(
+        [*SNAKEMAKE, "--directory", str(workdir), *target, *slurm_options(slurm_node)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     log = workdir / "results/logs/train_model/en-de.transformer.baseline.seed1.log"
     wait_for(lambda: log.exists() and "checkpoint at step" in log.read_text(), "a checkpoint of the SLURM job")
     (job_id, job), *others = slurm_jobs(workdir).items()

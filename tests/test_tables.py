@@ -22,11 +22,22 @@ from nmt.evaluation.tables import (
 
 def record(model, bleu, pair="en-de", stage="baseline"):
     return {
-        "pair": pair, "testset": "test_2016_flickr", "model": model, "arch": "transformer", "stage": stage,
+        "pair": pair,
+        "testset": "test_2016_flickr",
+        "model": model,
+        "arch": "transformer",
+        "stage": stage,
         "data": "parallel" if stage == "baseline" else "parallel+bt (beam5)",
-        "bleu": bleu, "bleu_signature": "nrefs:1", "chrf": 50.0, "ter": 60.0, "parameters": 5, "train_seconds": 1.0,
-        "tokens_per_second": 9.0, "steps": 2, "device": "cpu",
-    }  # fmt: skip
+        "bleu": bleu,
+        "bleu_signature": "nrefs:1",
+        "chrf": 50.0,
+        "ter": 60.0,
+        "parameters": 5,
+        "train_seconds": 1.0,
+        "tokens_per_second": 9.0,
+        "steps": 2,
+        "device": "cpu",
+    }
 
 
 def test_collect_and_write(tmp_path):
@@ -62,23 +73,47 @@ RUNS = {
     },
 }
 VASWANI = [
-    {"system": "Transformer (base)", "citation": "Vaswani et al. 2017", "pair": pair, "testset": "newstest2014",
-     "bleu": bleu, "measurement": "tokenized BLEU (multi-bleu.perl), not sacreBLEU"}
+    {
+        "system": "Transformer (base)",
+        "citation": "Vaswani et al. 2017",
+        "pair": pair,
+        "testset": "newstest2014",
+        "bleu": bleu,
+        "measurement": "tokenized BLEU (multi-bleu.perl), not sacreBLEU",
+    }
     for pair, bleu in (("en-de", 27.3), ("en-fr", 38.1))
-]  # fmt: skip
+]
 
 
 def seeded_records() -> list[dict]:
     records = []
     for (model, arch, preset), pairs in RUNS.items():
         for pair, (bleus, ters, ensemble) in pairs.items():
-            system = {"pair": pair, "testset": "newstest2014", "model": model, "arch": arch, "size": preset,
-                      "stage": "baseline", "data": "parallel", "chrf": 50.0, "parameters": 60e6,
-                      "train_seconds": 100.0, "tokens_per_second": 9000.0}  # fmt: skip
+            system = {
+                "pair": pair,
+                "testset": "newstest2014",
+                "model": model,
+                "arch": arch,
+                "size": preset,
+                "stage": "baseline",
+                "data": "parallel",
+                "chrf": 50.0,
+                "parameters": 60e6,
+                "train_seconds": 100.0,
+                "tokens_per_second": 9000.0,
+            }
             for seed, bleu, ter in zip((1, 2), bleus, ters, strict=True):
                 records.append({**system, "seed": seed, "bleu": bleu, "ter": ter, "hyp": f"{pair}/{model}/{seed}.txt"})
-            records.append({**system, "seed": "ensemble", "bleu": ensemble, "ter": 50.0, "members": [1, 2],
-                            "hyp": f"{pair}/{model}/ensemble.txt"})  # fmt: skip
+            records.append(
+                {
+                    **system,
+                    "seed": "ensemble",
+                    "bleu": ensemble,
+                    "ter": 50.0,
+                    "members": [1, 2],
+                    "hyp": f"{pair}/{model}/ensemble.txt",
+                }
+            )
     return records
 
 
@@ -91,8 +126,18 @@ def collected(tmp_path, records) -> pd.DataFrame:
 def test_long_table_orders_seeds_with_the_ensemble_last(tmp_path):
     df = collected(tmp_path, seeded_records()[::-1])
     assert list(df.columns[:11]) == [
-        "pair", "testset", "model", "arch", "size", "stage", "data", "seed", "bleu", "chrf", "ter",
-    ]  # fmt: skip
+        "pair",
+        "testset",
+        "model",
+        "arch",
+        "size",
+        "stage",
+        "data",
+        "seed",
+        "bleu",
+        "chrf",
+        "ter",
+    ]
     assert list(df["seed"][:6]) == [1, 2, "ensemble"] * 2
     assert list(df["model"][:4]) == ["convs2s"] * 3 + ["transformer_base"]
 
@@ -129,13 +174,23 @@ def test_wide_table_shape_and_cells(tmp_path):
     sig = pd.DataFrame(
         [
             # both ConvS2S seeds differ significantly on en-de BLEU; on en-fr BLEU only one of them does
-            ("en-de", "convs2s", 1, "bleu", 0.001), ("en-de", "convs2s", 2, "bleu", 0.01),
-            ("en-fr", "convs2s", 1, "bleu", 0.001), ("en-fr", "convs2s", 2, "bleu", 0.3),
-            ("en-de", "transformer_base", "ensemble", "bleu", 0.002), ("en-de", "transformer_base", 1, "bleu", None),
+            ("en-de", "convs2s", 1, "bleu", 0.001),
+            ("en-de", "convs2s", 2, "bleu", 0.01),
+            ("en-fr", "convs2s", 1, "bleu", 0.001),
+            ("en-fr", "convs2s", 2, "bleu", 0.3),
+            ("en-de", "transformer_base", "ensemble", "bleu", 0.002),
+            ("en-de", "transformer_base", 1, "bleu", None),
         ],
         columns=["pair", "model", "seed", "metric", "p_value"],
-    ).assign(testset="newstest2014", stage="baseline", direction="better", baseline_arch="transformer",
-             baseline_size="base", baseline_data="parallel", baseline_seed=1)  # fmt: skip
+    ).assign(
+        testset="newstest2014",
+        stage="baseline",
+        direction="better",
+        baseline_arch="transformer",
+        baseline_size="base",
+        baseline_data="parallel",
+        baseline_seed=1,
+    )
     table, notes = wide_table(summarize_seeds(long), significance=sig, published=VASWANI)
     assert list(table.index) == [
         "Transformer (base) [Vaswani et al. 2017]*",
@@ -169,15 +224,23 @@ def test_significance_marks_say_better_or_worse(tmp_path):
     long = collected(tmp_path, seeded_records())
     sig = pd.DataFrame(
         [
-            ("en-de", "convs2s", 1, "bleu", 0.001, "worse"), ("en-de", "convs2s", 2, "bleu", 0.01, "worse"),
-            ("en-de", "convs2s", 1, "ter", 0.001, "better"), ("en-de", "convs2s", 2, "ter", 0.002, "worse"),
+            ("en-de", "convs2s", 1, "bleu", 0.001, "worse"),
+            ("en-de", "convs2s", 2, "bleu", 0.01, "worse"),
+            ("en-de", "convs2s", 1, "ter", 0.001, "better"),
+            ("en-de", "convs2s", 2, "ter", 0.002, "worse"),
             ("en-de", "transformer_base", "ensemble", "bleu", 0.002, "better"),
             ("en-de", "transformer_base", "ensemble", "ter", 0.001, "better"),
             ("en-de", "transformer_base", 1, "bleu", None, None),
         ],
         columns=["pair", "model", "seed", "metric", "p_value", "direction"],
-    ).assign(testset="newstest2014", stage="baseline", baseline_arch="transformer", baseline_size="base",
-             baseline_data="parallel", baseline_seed=1)  # fmt: skip
+    ).assign(
+        testset="newstest2014",
+        stage="baseline",
+        baseline_arch="transformer",
+        baseline_size="base",
+        baseline_data="parallel",
+        baseline_seed=1,
+    )
     table, notes = wide_table(summarize_seeds(long), significance=sig)
     assert table.loc["ConvS2S (wmt14_en_de)"].tolist()[:2] == ["25.25 ± 0.35‖", "59.50 ± 0.71"]
     assert table.loc["Transformer (base) ensemble"].tolist()[:2] == ["28.00†", "50.00†"]
@@ -205,8 +268,10 @@ def test_wide_table_labels_data_and_several_test_sets(tmp_path):
     table, notes = wide_table(summarize_seeds(collected(tmp_path, records)), metrics=("bleu",))
     assert list(table.index) == ["Transformer (base)", "Transformer (base), parallel+bt (beam5)"]
     assert list(table.columns) == [
-        ("EN-DE newstest2017", "BLEU"), ("EN-DE test_2016_flickr", "BLEU"), ("EN-FR", "BLEU"),
-    ]  # fmt: skip
+        ("EN-DE newstest2017", "BLEU"),
+        ("EN-DE test_2016_flickr", "BLEU"),
+        ("EN-FR", "BLEU"),
+    ]
     assert table.loc["Transformer (base)"].tolist() == ["20.00", "30.00", "10.00"]
     assert table.loc["Transformer (base), parallel+bt (beam5)"].tolist() == ["", "31.00", ""] and notes == []
     write_wide(table, notes, tmp_path / "w.md", tmp_path / "w.tex")

@@ -12,7 +12,7 @@ from nmt.errors import DataError
 
 # The logs that training writes into a model directory, with their columns.
 TRAIN_COLUMNS = ["step", "epoch", "loss", "lr", "tokens_per_second"]
-VALID_COLUMNS = ["step", "loss", "ppl", "bleu"]  # and ``seconds`` (training time) since it was added
+VALID_COLUMNS = ["step", "loss", "ppl", "bleu", "chrf", "seconds"]  # seconds: the training time so far
 # Up to this many points a curve gets a marker per point, and dev BLEU its value beside each point: a run
 # validated a few times still shows where each number comes from.
 FEW_POINTS = 12
@@ -81,15 +81,14 @@ def plot_learning_curves(
         ax.set_xlabel("update step")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    if "chrf" in valid.columns and valid["chrf"].notna().any():  # the valid.tsv of a run before chrF has none
-        bleu_ax.lines[0].set_label("BLEU")
-        _curve(bleu_ax, valid["step"], valid["chrf"], values=True, color="C3", label="chrF")
-        bleu_ax.set_ylabel("dev BLEU, chrF")
-        bleu_ax.legend(loc="lower right", fontsize="small")
+    bleu_ax.lines[0].set_label("BLEU")
+    _curve(bleu_ax, valid["step"], valid["chrf"], values=True, color="C3", label="chrF")
+    bleu_ax.set_ylabel("dev BLEU, chrF")
+    bleu_ax.legend(loc="lower right", fontsize="small")
     fig.suptitle(title)
     validations = f"{len(valid)} validation{'s' if len(valid) != 1 else ''}"
-    fig.text(0.5, 0.005, f"{loss_note(label_smoothing)} {validations} ({_every(valid)}).", ha="center",
-             va="bottom", fontsize="small", wrap=True)  # fmt: skip
+    note = f"{loss_note(label_smoothing)} {validations} ({_every(valid)})."
+    fig.text(0.5, 0.005, note, ha="center", va="bottom", fontsize="small", wrap=True)
     fig.get_layout_engine().set(rect=(0, 0.08, 1, 0.92))  # room for the note under the panels
     save_png(fig, Path(png_path))
     return fig
@@ -109,8 +108,15 @@ def _curve(ax: Axes, x: pd.Series, y: pd.Series, values: bool = False, **style) 
     (line,) = ax.plot(x, y, marker="o" if few else None, markersize=4, **style)
     if few and values:
         for xi, yi in zip(x, y, strict=True):
-            ax.annotate(f"{yi:.1f}", (xi, yi), textcoords="offset points", xytext=(0, 5), ha="center",
-                        fontsize="x-small", color=line.get_color())  # fmt: skip
+            ax.annotate(
+                f"{yi:.1f}",
+                (xi, yi),
+                textcoords="offset points",
+                xytext=(0, 5),
+                ha="center",
+                fontsize="x-small",
+                color=line.get_color(),
+            )
 
 
 def plot_comparison(runs: dict[str, str | Path], png_path: str | Path, title: str = "") -> Figure:
@@ -118,9 +124,6 @@ def plot_comparison(runs: dict[str, str | Path], png_path: str | Path, title: st
     time (the ``seconds`` of ``valid.tsv``, in minutes), and the training loss against the update step, with a note
     on the loss (:data:`COMPARISON_NOTE`). The legend sits outside the panels, on the right, so that it covers no
     curve.
-
-    A run whose ``valid.tsv`` has no training times (written before they were recorded) is left out of the
-    time panel, which says so.
 
     :param runs: legend label -> model directory
     :param title: the figure's title, e.g. the language pair and the seed
@@ -130,17 +133,12 @@ def plot_comparison(runs: dict[str, str | Path], png_path: str | Path, title: st
         raise DataError(f"{png_path}: no runs to compare")
     fig = Figure(figsize=(15, 4.4), layout="constrained")
     bleu_ax, time_ax, loss_ax = fig.subplots(1, 3)
-    untimed = []
     for i, (label, model_dir) in enumerate(runs.items()):
         valid = read_log(Path(model_dir) / "valid.tsv", VALID_COLUMNS)
         train = read_log(Path(model_dir) / "train.tsv", TRAIN_COLUMNS)
         style = {"color": f"C{i % 10}", "label": label}
         _curve(bleu_ax, valid["step"], valid["bleu"], **style)
-        seconds = valid["seconds"] if "seconds" in valid.columns else pd.Series(float("nan"), index=valid.index)
-        if seconds.notna().any():
-            _curve(time_ax, seconds[seconds.notna()] / 60, valid["bleu"][seconds.notna()], **style)
-        else:
-            untimed.append(label)
+        _curve(time_ax, valid["seconds"] / 60, valid["bleu"], **style)
         _curve(loss_ax, train["step"], train["loss"], **style)
     for ax, xlabel, ylabel in (
         (bleu_ax, "update step", "dev BLEU"),
@@ -151,9 +149,6 @@ def plot_comparison(runs: dict[str, str | Path], png_path: str | Path, title: st
         ax.set_ylabel(ylabel)
         ax.set_xlim(left=0)
         ax.grid(alpha=0.3)
-    if untimed:
-        time_ax.text(0.5, 0.02, f"no training times in valid.tsv: {', '.join(untimed)}", transform=time_ax.transAxes,
-                     ha="center", va="bottom", fontsize="x-small", wrap=True)  # fmt: skip
     handles, labels = bleu_ax.get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize="small", title="system")
     fig.suptitle(title or "Learning curves of the systems")

@@ -168,13 +168,17 @@ def significance_sections(tests: list[dict[str, Any]], long: pd.DataFrame) -> li
         baseline = record["hyp"] == record["baseline_hyp"]
         p = record["p_value"]
         row = {
-            "pair": system["pair"], "testset": system["testset"], "model": system["model"], "stage": system["stage"],
-            "run": _run_name(system["seed"]), "metric": record["metric"],
+            "pair": system["pair"],
+            "testset": system["testset"],
+            "model": system["model"],
+            "stage": system["stage"],
+            "run": _run_name(system["seed"]),
+            "metric": record["metric"],
             "score": f"{record['score']:.2f}",
             "95% CI": f"{record['mean']:.2f} ± {record['ci95']:.2f}",
             "Δ": "baseline" if baseline else f"{record['score'] - _baseline_score(tests, record):+.2f}",
             "p": "" if p is None else f"{p:.4f}" + _mark(p, record.get("direction")),
-        }  # fmt: skip
+        }
         if "direction" in record:
             row["direction"] = record["direction"] or ""
         rows.append(row)
@@ -264,7 +268,7 @@ def render_mono_report(report_json: str | Path, html_path: str | Path, title: st
 
 
 def render_synthetic_report(report_json: str | Path, html_path: str | Path, title: str) -> None:
-    """The report of :func:`nmt.data.backtranslation.build_synthetic_corpus` as a page: the mixture (real pairs
+    """The report of :func:`nmt.data.synthetic.build_synthetic_corpus` as a page: the mixture (real pairs
     and how often they are repeated, synthetic pairs), and what the filters did to the synthetic pairs."""
     report = _read_json(report_json)
     try:

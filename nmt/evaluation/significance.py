@@ -19,9 +19,22 @@ SIGNIFICANCE_LEVEL = 0.05  # a system differs from the baseline at p below it
 
 # Fields of a test record, in the order of the TSV columns.
 FIELDS = [
-    "system", "metric", "score", "mean", "ci95", "p_value", "significant", "direction", "baseline", "n_samples",
-    "seed", "hyp", "baseline_hyp", "ref", "signature",
-]  # fmt: skip
+    "system",
+    "metric",
+    "score",
+    "mean",
+    "ci95",
+    "p_value",
+    "significant",
+    "direction",
+    "baseline",
+    "n_samples",
+    "seed",
+    "hyp",
+    "baseline_hyp",
+    "ref",
+    "signature",
+]
 
 
 def paired_bootstrap(
@@ -76,23 +89,25 @@ def paired_bootstrap(
         baseline_score = results[display][0].score
         for (name, _), result in zip(systems, results[display], strict=True):
             p_value = None if name == baseline else (1.0 if result.score == baseline_score else result.p_value)
-            records.append({
-                "system": name,
-                "metric": metric,
-                "score": result.score,
-                "mean": float(result.mean),
-                "ci95": float(result.ci),
-                "p_value": p_value,
-                "significant": p_value is not None and p_value < SIGNIFICANCE_LEVEL,
-                "direction": None if name == baseline else direction(metric, result.score, baseline_score),
-                "baseline": baseline,
-                "n_samples": test.n_samples,
-                "seed": seed,
-                "hyp": str(hyps[name]),
-                "baseline_hyp": str(hyps[baseline]),
-                "ref": str(ref_path),
-                "signature": str(signatures[display]),
-            })  # fmt: skip
+            records.append(
+                {
+                    "system": name,
+                    "metric": metric,
+                    "score": result.score,
+                    "mean": float(result.mean),
+                    "ci95": float(result.ci),
+                    "p_value": p_value,
+                    "significant": p_value is not None and p_value < SIGNIFICANCE_LEVEL,
+                    "direction": None if name == baseline else direction(metric, result.score, baseline_score),
+                    "baseline": baseline,
+                    "n_samples": test.n_samples,
+                    "seed": seed,
+                    "hyp": str(hyps[name]),
+                    "baseline_hyp": str(hyps[baseline]),
+                    "ref": str(ref_path),
+                    "signature": str(signatures[display]),
+                }
+            )
     return records
 
 
@@ -150,7 +165,7 @@ def significance_frame(records: list[dict[str, Any]], long: pd.DataFrame) -> pd.
     :param long: the table of :func:`nmt.evaluation.tables.collect_scores`, with hyp and seed columns
     :return: columns pair, testset, model, stage, seed, metric, p_value, direction, and baseline_arch,
         baseline_size, baseline_data, baseline_seed naming the system tested against
-    :raises DataError: for a record of no score record, or one without ``direction`` (written by an older version)
+    :raises DataError: for a record of no score record
     """
     for column in ("hyp", "seed"):
         if column not in long.columns:
@@ -159,18 +174,15 @@ def significance_frame(records: list[dict[str, Any]], long: pd.DataFrame) -> pd.
     rows = []
     for record in records:
         system, baseline = (_system_of(systems, record[key]) for key in ("hyp", "baseline_hyp"))
-        if "direction" not in record:
-            raise DataError(
-                f"significance: the test of {record['hyp']} has no direction (written by an older version); "
-                "rerun the rule significance (snakemake --forcerun significance)"
-            )
-        rows.append({
-            **{key: system.get(key, "") for key in ("pair", "testset", "model", "stage", "seed")},
-            "metric": record["metric"],
-            "p_value": record["p_value"],
-            "direction": record["direction"],
-            **{f"baseline_{key}": baseline.get(key, "") for key in ("arch", "size", "data", "seed")},
-        })  # fmt: skip
+        rows.append(
+            {
+                **{key: system.get(key, "") for key in ("pair", "testset", "model", "stage", "seed")},
+                "metric": record["metric"],
+                "p_value": record["p_value"],
+                "direction": record["direction"],
+                **{f"baseline_{key}": baseline.get(key, "") for key in ("arch", "size", "data", "seed")},
+            }
+        )
     columns = ["pair", "testset", "model", "stage", "seed", "metric", "p_value", "direction"]
     return pd.DataFrame(rows, columns=columns + ["baseline_arch", "baseline_size", "baseline_data", "baseline_seed"])
 

@@ -18,9 +18,25 @@ log = logging.getLogger(__name__)
 
 # Columns in the order readers expect them; any other keys of the records follow.
 COLUMNS = [
-    "pair", "testset", "model", "arch", "size", "stage", "data", "seed", "bleu", "chrf", "ter",
-    "parameters", "train_seconds", "tokens_per_second", "steps", "device", "decode_device", "decode_precision",
-]  # fmt: skip
+    "pair",
+    "testset",
+    "model",
+    "arch",
+    "size",
+    "stage",
+    "data",
+    "seed",
+    "bleu",
+    "chrf",
+    "ter",
+    "parameters",
+    "train_seconds",
+    "tokens_per_second",
+    "steps",
+    "device",
+    "decode_device",
+    "decode_precision",
+]
 # What identifies a system on a test set, apart from its seed.
 SYSTEM = ["pair", "testset", "model", "arch", "size", "stage", "data"]
 SCORES = ["bleu", "chrf", "ter"]
@@ -330,11 +346,25 @@ def write_wide(
 
 # LaTeX specials, then the marks this module writes, in text mode.
 LATEX = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$", "±": r"$\pm$",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"$<$",
+    ">": r"$>$",
+    "±": r"$\pm$",
     "†": r"\textsuperscript{\dag}",
-    "‡": r"\textsuperscript{\ddag}", "‖": r"\textsuperscript{$\|$}", "§": r"\S{}", "¶": r"\P{}",
-}  # fmt: skip
+    "‡": r"\textsuperscript{\ddag}",
+    "‖": r"\textsuperscript{$\|$}",
+    "§": r"\S{}",
+    "¶": r"\P{}",
+}
 
 
 def _latex_text(text: str) -> str:

@@ -1,37 +1,22 @@
-# Config validation, wildcard constraints, and the get_* params and inputs, each a question to nmt.experiment.
+# Config validation, wildcard constraints, the get_* param and input functions (each a question to nmt.experiment),
+# and the parse-time lists of files that rule all and collect_scores ask for.
 
 import dataclasses
 import os
 import sys
-import types
 
-import jsonschema
-import yaml
-from jsonschema.exceptions import best_match
-from snakemake.utils import update_config, validate
+from snakemake.utils import validate
 
 from nmt.atomic import remove_stale_temp_files
+from nmt.config_file import check_config, load_experiment
 from nmt.data.download import MIRROR_ENV, local_file
 from nmt.errors import ConfigError
-from nmt.experiment import BASELINE, DISTILLED, Run, load_experiment, read_overrides, read_yaml_habits, reject_training_seeds
+from nmt.experiment import BASELINE, DISTILLED, Run
 
 
-def check_config(config, schema_path):
-    """Raise ConfigError naming the first bad key before validate() fills in defaults; --config values read as
-    YAML, then YAML 1.1's misreadings (bf16: on as True, 1e-3 as a string) read as the schema means them."""
-    with open(schema_path) as f:
-        schema = yaml.safe_load(f)
-    for key, value in workflow.config_settings.config.items():
-        update_config(config, {key: read_overrides(value, schema["properties"].get(key, {}), key)})
-    config.update(read_yaml_habits(config, schema))
-    error = best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
-    if error is not None:
-        raise ConfigError(f"key '{'.'.join(map(str, error.absolute_path)) or '(top level)'}': {error.message}")
-    reject_training_seeds(config)
-
-
+# A bad key stops the run with one line naming it, before validate() fills in the schema's defaults.
 try:
-    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    check_config(config, workflow.source_path("../schemas/config.schema.yaml"), workflow.config_settings.config)
     validate(config, "../schemas/config.schema.yaml")
     EXPERIMENT = load_experiment(config)
 except ConfigError as e:
@@ -151,7 +136,7 @@ def get_corpus_files(role, side):
     return inputs
 
 
-def get_report_pages():
+def report_pages():
     """The HTML pages of the data reports that Snakemake's report shows (the result tables' come with them): each
     training corpus's cleaning, and with back-translation the monolingual sample and each variant's corpus."""
     pages = expand("results/{pair}/data/clean/{corpus}.report.html", pair=EXPERIMENT.pairs, corpus=EXPERIMENT.data.train)
@@ -192,39 +177,43 @@ def distillation(name):
     return lambda wildcards: plain(getattr(KD, name))
 
 
-def deployed_files(pair, test, row):
-    """A row of the distillation table: its translation of ``test``, its model files (the ensemble's, one per seed)
-    and the source it translated, from the patterns of the rule that translates it, and that rule's search."""
+def get_teacher_files(wildcards):
+    """Input function: the teacher's model files, one per seed (several decode as an ensemble)."""
+    pair = get_pair(wildcards)
+    return [f"results/{pair}/{KD.teacher}/{KD.teacher_stage}/seed{seed}/model/model.pt" for seed in EXPERIMENT.seeds]
+
+
+def distillation_row_files(pair, test, row):
+    """The files of a row of the distillation table as its decoding job (translate_test, or translate_export for a
+    CTranslate2 export) writes and reads them: its translation of ``test``, its model files (the ensemble's, one per
+    seed), the source it translated, and the reference."""
     src, trg = pair.split("-")
-    w = {"src": src, "trg": trg, "model": row.model, "test": test}
     if row.quantization is None:
-        job = rules.translate_test
-        w.update(stage=row.stage, run=row.run)
+        hyp = f"results/{pair}/{row.model}/{row.stage}/{row.run}/translations/{test}.{trg}"
+        models = [
+            f"results/{pair}/{row.model}/{row.stage}/seed{seed}/model/model.pt" for seed in EXPERIMENT.run_seeds(row.run)
+        ]
     else:
-        job = rules.translate_export
-        w.update(seed=row.run.removeprefix("seed"), quantization=row.quantization)
-    given = job.input.models  # an input function (an ensemble's seeds) or a list of patterns
-    models = given(types.SimpleNamespace(**w)) if callable(given) else [pattern.format(**w) for pattern in given]
-    decoding = KD.export_decoding if row.quantization else EXPERIMENT.test_decoding(row.model)
-    return job.output.hyp.format(**w), models, job.input.src.format(**w), plain(decoding)
+        hyp = f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/translations/{test}.{trg}"
+        models = [f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/model/model.bin"]
+    src_file, ref = f"results/{pair}/data/eval/{test}.{src}", f"results/{pair}/data/eval/{test}.{trg}"
+    return {"hyp": hyp, "models": models, "src": src_file, "ref": ref}
 
 
-def get_deployment_rows(wildcards):
-    """The distillation table's rows per pair and test set: what identifies each, its files and search, and the
-    reference."""
+def get_distillation_rows(wildcards):
+    """The distillation table's rows per pair and test set: what identifies each, its search, and its files."""
     rows = []
     for pair in EXPERIMENT.pairs:
         for test in EXPERIMENT.data.test:
-            for row in EXPERIMENT.deployed():
-                hyp, models, src, decoding = deployed_files(pair, test, row)
-                ref = f"results/{pair}/data/eval/{test}.{pair.split('-')[1]}"
-                files = {"hyp": hyp, "models": models, "src": src, "ref": ref}
-                rows.append({**plain(row), "pair": pair, "test": test, "decoding": decoding, **files})
+            for row in EXPERIMENT.distillation_rows():
+                decoding = KD.export_decoding if row.quantization else EXPERIMENT.test_decoding(row.model)
+                files = distillation_row_files(pair, test, row)
+                rows.append({**plain(row), "pair": pair, "test": test, "decoding": plain(decoding), **files})
     return rows
 
 
-def get_deployment_files(wildcards):
-    rows = get_deployment_rows(wildcards)
+def get_distillation_files(wildcards):
+    rows = get_distillation_rows(wildcards)
     return {
         "hyps": [row["hyp"] for row in rows],
         "models": sorted({model for row in rows for model in row["models"]}),
@@ -245,18 +234,9 @@ def get_run_files(name):
     ]
 
 
-def training_params(training):
-    """A TrainConfig as the plain dict of a param, without ``corpus_weights`` when no corpus is weighted: the params
-    of a config without weights stay those recorded before the key existed, so its trained models are not rerun."""
-    params = plain(training)
-    if params["corpus_weights"] is None:
-        del params["corpus_weights"]
-    return params
-
-
 def get_training(wildcards):
     model = get_model(wildcards).name
-    return training_params(EXPERIMENT.training(model, int(wildcards.seed), wildcards.trg, wildcards.stage))
+    return plain(EXPERIMENT.training(model, int(wildcards.seed), wildcards.trg, wildcards.stage))
 
 
 def training_threads(training):
@@ -277,7 +257,7 @@ def get_label_smoothing(wildcards):
 
 
 def get_reverse_training(wildcards):
-    return training_params(EXPERIMENT.reverse_training(wildcards.src))
+    return plain(EXPERIMENT.reverse_training(wildcards.src))
 
 
 def get_system(wildcards, input):
@@ -313,7 +293,7 @@ def run_label(run):
 
 
 def get_significance_systems(wildcards):
-    """The names of the significance rule's translations, in the order of its inputs. A param because Snakemake
+    """The names of compute_significance's translations, in the order of its inputs. A param because Snakemake
     compares inputs as a sorted list: a new baseline (tables.baseline, or another first model) with one seed only
     reorders the same files, and the test would not rerun."""
     return [run_label(run) for run in EXPERIMENT.compared_runs()]
@@ -335,7 +315,7 @@ def get_decoding_bf16(wildcards):
     return get_model(wildcards).training.bf16
 
 
-def get_decoding_records():
+def decoding_records():
     """The decoding record (device, precision) of every scored translation, in the tables' device columns."""
     return [
         f"results/{pair}/{run.model}/{run.stage}/{run.name}/translations/{test}.{pair.split('-')[1]}.json"
@@ -345,7 +325,7 @@ def get_decoding_records():
     ]
 
 
-def get_system_plots():
+def system_plots():
     """The learning curves of the configured systems (the run's targets); the tables' step removes any other."""
     return expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs) + expand(
         "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",

@@ -6,7 +6,7 @@
 
 
 localrules:
-    distillation_table,
+    tabulate_distillation,
 
 
 # Cut the cleaned training source into parts of chunk_lines lines; their number is known only afterwards.
@@ -33,7 +33,7 @@ checkpoint split_distillation_source:
 # part's own seed).
 rule distill_part:
     input:
-        models=ask(EXPERIMENT.teacher_files, "src", "trg"),
+        models=get_teacher_files,
         src="results/{src}-{trg}/distillation/parts/{part}.{src}",
     output:
         hyp="results/{src}-{trg}/distillation/teacher/{part}.{trg}",
@@ -124,14 +124,14 @@ rule translate_export:
 # fresh process, every row in turn, `repeats` rounds; the output must be the row's translation. The job asks for
 # every core (--cores): Snakemake starts it only when no other job runs, and starts none beside it, which a resource
 # that every timed job holds would also do but only among the timed jobs, not beside a training. The decoding jobs'
-# own benchmarks ran beside whatever else was running, so the table no longer reads them.
+# own benchmarks run beside whatever else runs, so the table does not read them.
 rule time_distillation:
     input:
-        unpack(get_deployment_files),
+        unpack(get_distillation_files),
     output:
         timing="results/tables/distillation_timing.json",
     params:
-        rows=get_deployment_rows,
+        rows=get_distillation_rows,
         repeats=get_timing_repeats,
         threads=data_threads(8),
     log:
@@ -149,9 +149,9 @@ rule time_distillation:
 # Teacher and students in one table per pair and test set: BLEU/chrF/TER with significance against the teacher (and
 # of each distilled student against the same student on the original pairs), sentences per second of the whole
 # decoding process as time_distillation measured it, model size on disk; and a plot of quality against speed.
-rule distillation_table:
+rule tabulate_distillation:
     input:
-        unpack(get_deployment_files),
+        unpack(get_distillation_files),
         timing="results/tables/distillation_timing.json",
     output:
         csv="results/tables/distillation.csv",
@@ -163,12 +163,12 @@ rule distillation_table:
             labels={"table": "5. distillation: quality, speed and size"},
         ),
     params:
-        rows=get_deployment_rows,
+        rows=get_distillation_rows,
         n_samples=EXPERIMENT.tables.bootstrap_samples,
         seed=EXPERIMENT.tables.bootstrap_seed,
     log:
-        "results/logs/distillation_table/distillation_table.log",
+        "results/logs/tabulate_distillation/tabulate_distillation.log",
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/distillation_table.py"
+        "../scripts/tabulate_distillation.py"

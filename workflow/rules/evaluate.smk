@@ -55,7 +55,7 @@ rule score_translations:
 
 
 # Paired bootstrap resampling (sacrebleu) of every run against the baseline system's first seed.
-rule significance:
+rule compute_significance:
     input:
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
         hyps=expand(
@@ -71,16 +71,16 @@ rule significance:
         n_samples=EXPERIMENT.tables.bootstrap_samples,
         seed=EXPERIMENT.tables.bootstrap_seed,
     log:
-        "results/logs/significance/{src}-{trg}.{test}.log",
+        "results/logs/compute_significance/{src}-{trg}.{test}.log",
     benchmark:
-        "results/benchmarks/significance/{src}-{trg}.{test}.tsv"
+        "results/benchmarks/compute_significance/{src}-{trg}.{test}.tsv"
     resources:
         mem_mb=per_attempt(4000),
         runtime=per_attempt(60),
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/significance.py"
+        "../scripts/compute_significance.py"
 
 
 # Collect every score into the tables: long (every run, with the device that decoded it), per system (mean ± std over
@@ -95,7 +95,7 @@ rule collect_scores:
             test=EXPERIMENT.data.test,
         ),
         tests=expand("results/{pair}/significance/{test}.json", pair=EXPERIMENT.pairs, test=EXPERIMENT.data.test),
-        decodings=get_decoding_records(),
+        decodings=decoding_records(),
     output:
         csv="results/tables/scores.csv",
         md="results/tables/scores.md",
@@ -131,7 +131,7 @@ rule collect_scores:
     params:
         tables=plain(EXPERIMENT.tables),
         # What the config makes: figures of other systems, and the distillation results when it is off, are removed.
-        plots=get_system_plots(),
+        plots=system_plots(),
         distillation=bool(KD),
     log:
         "results/logs/collect_scores/collect_scores.log",

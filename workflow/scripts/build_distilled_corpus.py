@@ -2,7 +2,7 @@
 dropped), optionally after the real pairs."""
 
 from nmt.config import SyntheticConfig, from_dict
-from nmt.data.backtranslation import build_synthetic_corpus
+from nmt.data.synthetic import build_synthetic_corpus
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):

@@ -1,7 +1,7 @@
 """Rule build_synthetic_corpus: filter and tag the back-translations, mix them with the real pairs."""
 
 from nmt.config import SyntheticConfig, from_dict
-from nmt.data.backtranslation import build_synthetic_corpus
+from nmt.data.synthetic import build_synthetic_corpus
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):

@@ -1,6 +1,6 @@
 """Checkpoint split_distillation_source: cut the cleaned training source into parts for the teacher's jobs."""
 
-from nmt.data.backtranslation import split_corpus
+from nmt.data.synthetic import split_corpus
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):

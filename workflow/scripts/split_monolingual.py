@@ -1,6 +1,6 @@
 """Checkpoint split_monolingual: cut the monolingual text into parts for back-translation jobs."""
 
-from nmt.data.backtranslation import split_corpus
+from nmt.data.synthetic import split_corpus
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):

@@ -1,7 +1,7 @@
 """Rule time_distillation: each row of the distillation table decoded in turn, alone on the machine, and timed."""
 
 from nmt.entry import entry_point
-from nmt.evaluation.deployment import time_rows
+from nmt.evaluation.distillation import time_rows
 
 with entry_point(snakemake.log[0]):
     time_rows(

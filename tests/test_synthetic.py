@@ -1,4 +1,4 @@
-"""Back-translation corpus building: splitting, degenerate-output filters, tagging and the data mix."""
+"""nmt.data.synthetic: splitting, degenerate-output filters, tagging and the data mix of synthetic corpora."""
 
 import hashlib
 import json
@@ -9,8 +9,8 @@ import pytest
 from conftest import write_lines
 
 from nmt.config import SyntheticConfig
-from nmt.data.backtranslation import build_synthetic_corpus, get_drop_reason, has_repeated_ngram, split_corpus
 from nmt.data.subword import load_subword
+from nmt.data.synthetic import build_synthetic_corpus, get_drop_reason, has_repeated_ngram, split_corpus
 from nmt.errors import DataError
 from nmt.vocab import BT_TAG
 
@@ -156,8 +156,8 @@ def characterisation_parts(tmp_path, n=600):
     return real_src, real_trg, bt_src, bt_trg
 
 
-def test_synthetic_corpus_is_unchanged_by_streaming(tmp_path):
-    # Characterisation: the digests of the output of the list-based builder (before streaming) on this input.
+def test_synthetic_corpus_characterisation(tmp_path):
+    # The digest of the corpus built from this input: a change of the builder's output shows here.
     src, trg, report = build(tmp_path, SyntheticConfig(tagged=True, upsample_real=2), characterisation_parts(tmp_path))
     digest = hashlib.sha256("\n".join(src + ["---"] + trg).encode()).hexdigest()
     assert digest == "0b3be8e4758113173a98c1f05ceb1cb52e7a5f4cfbf19ac06960be79fbdda14d"

@@ -1,10 +1,9 @@
-"""Back-translation (Sennrich et al. 2016): split monolingual text for translation, and build the
-synthetic + real training corpus from its translations. Knowledge distillation (Kim and Rush 2016) builds its
-corpus with the same two functions, the generated side being the target.
+"""Synthetic training corpora: a text split in parts for translation, and its translations paired with the
+original sentences, filtered and mixed with the real pairs. Back-translation (Sennrich et al. 2016) generates the
+source side; sequence-level knowledge distillation (Kim and Rush 2016) generates the target side.
 
-The reverse (target->source) model and the translation itself are the ordinary
-:func:`nmt.training.loop.train` and :func:`nmt.decoding.streaming.translate_file`; this module holds what is
-particular to back-translation.
+The models and the translation itself are the ordinary :func:`nmt.training.loop.train` and
+:func:`nmt.decoding.streaming.translate_file`; this module holds what is particular to synthetic data.
 """
 
 import json
@@ -15,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from itertools import zip_longest
 from pathlib import Path
+from typing import TextIO
 
 from nmt.atomic import atomic_path, atomic_text, atomic_texts
 from nmt.config import SyntheticConfig
@@ -116,25 +116,10 @@ def build_synthetic_corpus(
     dropped = dict.fromkeys(SYNTHETIC_FILTERS, 0)
     with ExitStack() as stack:
         src_f, trg_f = stack.enter_context(atomic_texts(src_out, trg_out))
-        real_pairs = 0
-        for _ in range(config.upsample_real):
-            real_pairs = 0
-            for src, trg in _real_pairs(real_src, real_trg):
-                src_f.write(src + "\n")
-                trg_f.write(trg + "\n")
-                real_pairs += 1
+        real_pairs = _write_real_pairs(real_src, real_trg, config.upsample_real, src_f, trg_f)
         passed = sum(1 for _ in _passing_pairs(bt_src, bt_trg, config, dropped))
-        synthetic_in, keep = passed + sum(dropped.values()), passed
-        if config.synthetic_ratio is not None and passed > config.synthetic_ratio * real_pairs * config.upsample_real:
-            keep = int(config.synthetic_ratio * real_pairs * config.upsample_real)
-        dropped["synthetic_ratio"] = passed - keep
-        if keep == 0:
-            counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
-            raise DataError(
-                f"{bt_src[0] if bt_src else src_out}: no synthetic pair is left after the filters ({counts}); "
-                "the model that translated them writes no usable output (train it longer), or the filters' "
-                "max_ratio / max_repeats are too strict"
-            )
+        synthetic_in = passed + sum(dropped.values())
+        keep = _synthetic_quota(passed, real_pairs, config, dropped, bt_src[0] if bt_src else src_out)
         tag = f"{BT_TAG} " if config.tagged else ""
         rng, chosen = random.Random(seed), 0
         progress = stack.enter_context(Progress(f"sampling synthetic pairs into {src_out}", passed, "pairs"))
@@ -158,9 +143,47 @@ def build_synthetic_corpus(
         f.write(json.dumps(result, indent=2) + "\n")
     log.info(
         "%s: %d real pairs x%d + %d synthetic pairs; dropped %s",
-        src_out, real_pairs, config.upsample_real, keep, dropped,
-    )  # fmt: skip
+        src_out,
+        real_pairs,
+        config.upsample_real,
+        keep,
+        dropped,
+    )
     return result
+
+
+def _write_real_pairs(
+    real_src: list[str | Path], real_trg: list[str | Path], times: int, src_f: TextIO, trg_f: TextIO
+) -> int:
+    """Write the real pairs ``times`` times; return the number of pairs of the real corpus (0 for ``times`` 0)."""
+    real_pairs = 0
+    for _ in range(times):
+        real_pairs = 0
+        for src, trg in _real_pairs(real_src, real_trg):
+            src_f.write(src + "\n")
+            trg_f.write(trg + "\n")
+            real_pairs += 1
+    return real_pairs
+
+
+def _synthetic_quota(passed: int, real_pairs: int, config: SyntheticConfig, dropped: dict, where: str | Path) -> int:
+    """How many of the ``passed`` synthetic pairs to keep: all, or ``config.synthetic_ratio`` per written real pair;
+    counts the rest in ``dropped``.
+
+    :raises DataError: naming ``where`` and the drops per filter, when none is left
+    """
+    keep = passed
+    if config.synthetic_ratio is not None and passed > config.synthetic_ratio * real_pairs * config.upsample_real:
+        keep = int(config.synthetic_ratio * real_pairs * config.upsample_real)
+    dropped["synthetic_ratio"] = passed - keep
+    if keep == 0:
+        counts = ", ".join(f"{k}={v}" for k, v in dropped.items())
+        raise DataError(
+            f"{where}: no synthetic pair is left after the filters ({counts}); "
+            "the model that translated them writes no usable output (train it longer), or the filters' "
+            "max_ratio / max_repeats are too strict"
+        )
+    return keep
 
 
 def _lines(paths: list[str | Path]) -> Iterator[str]:

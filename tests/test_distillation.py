@@ -1,4 +1,4 @@
-"""nmt.evaluation.deployment: the distillation table (quality against the teacher and of distillation, speed, size),
+"""nmt.evaluation.distillation: the distillation table (quality against the teacher and of distillation, speed, size),
 its plot, and the timing of its rows."""
 
 import json
@@ -15,16 +15,16 @@ from conftest import REPO, run_training
 from nmt.config import DecodeConfig
 from nmt.decoding.streaming import translate_file
 from nmt.errors import DataError
-from nmt.evaluation.deployment import (
+from nmt.evaluation.distillation import (
     cpu_model,
-    deployment_rows,
-    plot_deployment,
+    distillation_table,
+    plot_distillation,
     read_timing,
     row_label,
     run_timed,
     time_rows,
     translate_command,
-    write_deployment,
+    write_distillation_table,
 )
 
 REF = [f"ein Hund läuft über die Wiese Nummer {i} ." for i in range(60)]
@@ -65,7 +65,7 @@ def test_teacher_and_students_side_by_side(tmp_path):
         write_run(tmp_path, "student", worse, "student", "student", "distilled", model_bytes=2**20),
         write_run(tmp_path, "int8", REF, "student", "student", "distilled", "int8", model_bytes=2**18),
     ]
-    table = deployment_rows(rows, timing_of(rows, [30.0, 10.0, 5.0]), n_samples=100, seed=1)
+    table = distillation_table(rows, timing_of(rows, [30.0, 10.0, 5.0]), n_samples=100, seed=1)
     # Each label names the search.
     assert list(table["system"]) == [
         "teacher transformer/baseline/seed1, torch, beam 5",
@@ -79,7 +79,7 @@ def test_teacher_and_students_side_by_side(tmp_path):
     assert list(table["sentences_per_second"]) == [2.0, 6.0, 12.0] and list(table["speedup"]) == [1.0, 3.0, 6.0]
     assert list(table["size_mb"]) == [2.0, 1.0, 0.2]
     assert table["bleu_of_teacher"].iloc[2] == 1.0
-    write_deployment(table, TIMING, tmp_path / "d.csv", tmp_path / "d.md")
+    write_distillation_table(table, TIMING, tmp_path / "d.csv", tmp_path / "d.md")
     csv = pd.read_csv(tmp_path / "d.csv")
     assert csv["speedup"].tolist() == [1.0, 3.0, 6.0] and set(csv["cpu"]) == {"Toy CPU 3000"}
     md = (tmp_path / "d.md").read_text()
@@ -88,7 +88,7 @@ def test_teacher_and_students_side_by_side(tmp_path):
     # How the speed was measured: alone, repeated, on which CPU, threads and commit.
     assert "each row run alone on the machine, the median of 3 runs" in md
     assert "CPU Toy CPU 3000, 1 thread, commit abc1234." in md
-    plot_deployment(table, tmp_path / "d.png")
+    plot_distillation(table, tmp_path / "d.png")
     assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -96,7 +96,7 @@ def test_speedup_comes_from_the_unrounded_seconds(tmp_path):
     """60 sentences in 7 s (8.57/s, shown 8.6) and in 1 s: 7x, where the rounded speeds would give 6.98."""
     (tmp_path / "ref.de").write_text("\n".join(REF) + "\n")
     rows = [write_run(tmp_path, name, REF, name, name, "baseline") for name in ("teacher", "student")]
-    table = deployment_rows(rows, timing_of(rows, [7.0, 1.0]), n_samples=10, seed=1)
+    table = distillation_table(rows, timing_of(rows, [7.0, 1.0]), n_samples=10, seed=1)
     assert list(table["sentences_per_second"]) == [8.6, 60.0]
     assert list(table["speedup"]) == [1.0, 7.0] and list(table["seconds"]) == [7.0, 1.0]
 
@@ -115,7 +115,7 @@ def test_the_distilled_student_is_tested_against_the_student_on_the_original_pai
         write_run(tmp_path, "b_base", poor, "student", "b", "baseline"),
         write_run(tmp_path, "b_kd", close, "student", "b", "distilled"),
     ]
-    table = deployment_rows(rows, timing_of(rows, [1.0] * 6), n_samples=200, seed=1)
+    table = distillation_table(rows, timing_of(rows, [1.0] * 6), n_samples=200, seed=1)
     gains = dict(zip(table["system"], table["bleu_gain"].fillna(""), strict=True))
     a_gain = table["bleu_score"].iloc[2] - table["bleu_score"].iloc[1]
     assert gains["student a/distilled/seed1, torch, greedy"] == f"+{a_gain:.2f}†"
@@ -126,7 +126,7 @@ def test_the_distilled_student_is_tested_against_the_student_on_the_original_pai
         "student a/distilled/seed1, torch, greedy",
         "student b/distilled/seed1, torch, greedy",
     ]
-    write_deployment(table, TIMING, tmp_path / "d.csv", tmp_path / "d.md")
+    write_distillation_table(table, TIMING, tmp_path / "d.csv", tmp_path / "d.md")
     md = (tmp_path / "d.md").read_text()
     assert "bleu_gain" in md.splitlines()[0]
     assert f"| +{a_gain:.2f}†" in md and "the same student's on the original pairs" in md
@@ -136,7 +136,7 @@ def test_a_row_without_a_time_is_one_line(tmp_path):
     (tmp_path / "ref.de").write_text("\n".join(REF) + "\n")
     row = write_run(tmp_path, "teacher", REF, "teacher", "t", "baseline", decoding=BEAM)
     with pytest.raises(DataError, match=r"no row 'teacher t/baseline/seed1, torch, beam 5' .*time_distillation"):
-        deployment_rows([row], {**TIMING, "rows": []}, n_samples=10, seed=1)
+        distillation_table([row], {**TIMING, "rows": []}, n_samples=10, seed=1)
     (tmp_path / "timing.json").write_text(json.dumps({"rows": []}))
     with pytest.raises(DataError, match=r"timing.json: not the times of time_distillation \(KeyError: 'cpu, thr"):
         read_timing(tmp_path / "timing.json")
@@ -161,7 +161,7 @@ def decoded_rows(toy_corpus, toy_spm, tmp_path_factory):
 def test_time_rows_runs_each_row_in_turn_and_records_the_machine(decoded_rows, tmp_path, caplog):
     """Every row's `python -m nmt translate` runs `repeats` times, the rows interleaved; the JSON holds the median
     and every run, with the CPU model, threads and commit; the table built from it says the same."""
-    with caplog.at_level(logging.INFO, logger="nmt.evaluation.deployment"):
+    with caplog.at_level(logging.INFO, logger="nmt.evaluation.distillation"):
         timing = time_rows(decoded_rows, tmp_path / "timing.json", repeats=2, threads=1)
     assert read_timing(tmp_path / "timing.json") == timing
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)

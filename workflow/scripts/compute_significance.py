@@ -1,4 +1,4 @@
-"""Rule significance: sacrebleu's paired bootstrap of every run against the baseline, for one test set."""
+"""Rule compute_significance: sacrebleu's paired bootstrap of every run against the baseline, for one test set."""
 
 from nmt.entry import entry_point
 from nmt.evaluation.significance import paired_bootstrap, write_significance

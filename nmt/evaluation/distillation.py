@@ -98,7 +98,7 @@ def time_rows(rows: list[dict[str, Any]], timing_path: str | Path, repeats: int,
     row in turn (interleaved, so that a slow spell of the machine touches every row alike). Each output must equal
     the row's translation. The caller holds the machine (the workflow's time_distillation job asks for every core).
 
-    :param rows: as :func:`deployment_rows` takes them, each also with ``src`` (the test set's source) and
+    :param rows: as :func:`distillation_table` takes them, each also with ``src`` (the test set's source) and
         ``decoding`` (its search: a :class:`nmt.config.DecodeConfig` as a dict)
     :param threads: each process's computing threads (``--threads``): the decoding jobs'
     :return: what ``timing_path`` holds: cpu, threads, commit, repeats, and per row pair, test, system
@@ -165,7 +165,7 @@ def read_timing(path: str | Path) -> dict[str, Any]:
         raise DataError(f"{path}: not the times of time_distillation ({type(e).__name__}: {e})") from e
 
 
-def deployment_rows(rows: list[dict[str, Any]], timing: dict[str, Any], n_samples: int, seed: int) -> pd.DataFrame:
+def distillation_table(rows: list[dict[str, Any]], timing: dict[str, Any], n_samples: int, seed: int) -> pd.DataFrame:
     """Score each row and test it against the teacher (the first row of its pair and test set), and each distilled
     student in torch against the same student on the original pairs (the row whose gain distillation claims).
 
@@ -241,7 +241,9 @@ def gain_columns(records: list[dict[str, Any]], label: str, baseline: str) -> di
     return line
 
 
-def write_deployment(table: pd.DataFrame, timing: dict[str, Any], csv_path: str | Path, md_path: str | Path) -> None:
+def write_distillation_table(
+    table: pd.DataFrame, timing: dict[str, Any], csv_path: str | Path, md_path: str | Path
+) -> None:
     """The table as CSV (every column) and Markdown (marked scores, speed and size, and how they were measured)."""
     write_tables(table, csv_path)
     shown = ["pair", "test", "system", *METRICS, "bleu_of_teacher", "sentences_per_second", "speedup", "size_mb"]
@@ -263,7 +265,7 @@ def write_deployment(table: pd.DataFrame, timing: dict[str, Any], csv_path: str 
     write_text(md_path, shown_table.to_markdown(index=False, disable_numparse=True) + "\n" + note)
 
 
-def plot_deployment(table: pd.DataFrame, png_path: str | Path) -> Figure:
+def plot_distillation(table: pd.DataFrame, png_path: str | Path) -> Figure:
     """BLEU against sentences per second (log scale), one point per system, per pair and test set."""
     fig = Figure(figsize=(8, 5), layout="constrained")
     ax = fig.add_subplot()
