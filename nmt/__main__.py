@@ -16,6 +16,7 @@ from pathlib import Path
 from nmt.config import AUTO_WORKERS, DecodeConfig, from_dict
 from nmt.entry import entry_point
 from nmt.errors import ConfigError, DataError
+from nmt.training.files import TrainFiles
 
 
 def decode_config(args: argparse.Namespace) -> DecodeConfig:
@@ -89,9 +90,12 @@ def score(args: argparse.Namespace) -> None:
         print(f"{name}\t{value['score']:.2f}\t{value['signature']}")
 
 
-# The path arguments of nmt.training.loop.train besides the training data, each a required --option
-# (dev_src: --dev-src).
-TRAIN_FILES = ("dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
+def train_files(args: argparse.Namespace) -> TrainFiles:
+    """The files of ``train``'s options (those :meth:`TrainFiles.options` writes)."""
+    if (args.train_data is None) == (args.train_src is None or args.train_trg is None):
+        raise ConfigError("train: give either --train-data PREFIX or both --train-src FILE... and --train-trg FILE...")
+    data = args.train_data or (args.train_src, args.train_trg)
+    return TrainFiles(data, args.dev_src, args.dev_ref, args.src_spm, args.trg_spm, args.model_dir)
 
 
 def train(args: argparse.Namespace) -> None:
@@ -101,11 +105,9 @@ def train(args: argparse.Namespace) -> None:
 
     config = from_dict(TrainConfig, args.training, "--training")
     meta = from_dict(ModelMeta, args.meta, "--meta") if args.meta else None
-    if (args.train_data is None) == (args.train_src is None or args.train_trg is None):
-        raise ConfigError("train: give either --train-data PREFIX or both --train-src FILE... and --train-trg FILE...")
-    data = args.train_data or (args.train_src, args.train_trg)
+    files = train_files(args)
     keep_freed_memory()  # reuse each update's freed tensors instead of faulting pages in
-    train_model(args.model_options, config, data, **{name: getattr(args, name) for name in TRAIN_FILES}, meta=meta)
+    train_model(args.model_options, config, files, meta=meta)
 
 
 def subword(args: argparse.Namespace) -> None:
@@ -269,8 +271,11 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--train-data", help="prefix of a binarized training set (python -m nmt binarize)")
     p.add_argument("--train-src", nargs="+", help="or: source text files, binarized into MODEL_DIR/train at each start")
     p.add_argument("--train-trg", nargs="+", help="and the target text files aligned with them")
-    for name in TRAIN_FILES:
-        p.add_argument(f"--{name.replace('_', '-')}", required=True)
+    p.add_argument("--dev-src", required=True, help="source side of the dev set (validation)")
+    p.add_argument("--dev-ref", required=True, help="reference translations of the dev set")
+    p.add_argument("--src-spm", required=True, help="source sentencepiece model (python -m nmt subword)")
+    p.add_argument("--trg-spm", required=True, help="target sentencepiece model")
+    p.add_argument("--model-dir", required=True, help="the model directory to write (resumes its checkpoints)")
     p.add_argument("--meta", type=json_mapping, help="languages and normalization for meta.json (nmt.config.ModelMeta)")
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=train)

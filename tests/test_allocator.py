@@ -77,9 +77,10 @@ WIDE_FEED_FORWARD = {"arch": "transformer", "d_model": 64, "n_heads": 2, "ff_dim
 LIBRARY_TRAIN = """
 import json, sys
 from nmt.config import TrainConfig
+from nmt.training.files import TrainFiles
 from nmt.training.loop import train
 model, training, src, trg, files = map(json.loads, sys.argv[1:])
-train(model, TrainConfig(**training), ([src], [trg]), **files)
+train(model, TrainConfig(**training), TrainFiles(([src], [trg]), **files))
 """
 
 

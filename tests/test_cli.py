@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 import torch
-from conftest import TOY_MODEL
+from conftest import TOY_MODEL, toy_files
 
-from nmt.__main__ import main
+from nmt.__main__ import build_parser, main, train_files
 from nmt.config import DecodeConfig
 from nmt.decoding.translation import translate_lines
 from nmt.device import get_device
 from nmt.model_dir import load_model
+from nmt.training.files import TrainFiles
 
 LONG = " ".join(["dog"] * 20_000)  # about 40,000 subwords, far past max_positions (1024)
 
@@ -256,14 +257,18 @@ def test_bad_resume_checkpoint(case, trained_model, toy_corpus, toy_spm, tmp_pat
     shutil.copytree(trained_model[0], model_dir)
     (model_dir / "checkpoints/last.prev.pt").unlink()  # the one before it resumes instead (test_training.py)
     change(model_dir)
-    files = {"train-src": toy_corpus["train.en"], "train-trg": toy_corpus["train.de"], "dev-src": toy_corpus["dev.en"],
-             "dev-ref": toy_corpus["dev.de"], "src-spm": toy_spm["en"], "trg-spm": toy_spm["de"],
-             "model-dir": model_dir}  # fmt: skip
-    argv = ["train", "--model-options", json.dumps(TOY_MODEL)]
-    argv += [arg for name, path in files.items() for arg in (f"--{name}", str(path))]
+    argv = ["train", "--model-options", json.dumps(TOY_MODEL), *toy_files(toy_corpus, toy_spm, model_dir).options()]
     status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
     assert status == 1
     check_stderr(stderr, pattern.format(last=re.escape(str(model_dir / "checkpoints/last.pt"))), 1)
+
+
+@pytest.mark.parametrize("train_data", ["data/train", (["a.en", "b.en"], ["a.de", "b.de"])], ids=["binarized", "text"])
+def test_train_files_pass_through_the_command_line(train_data):
+    """The options the launcher writes for the processes under torchrun are the files ``train`` reads back."""
+    files = TrainFiles(train_data, "dev.en", "dev.de", "en.model", "de.model", "model")
+    args = build_parser().parse_args(["train", "--model-options", "{}", *files.options()])
+    assert train_files(args) == files
 
 
 def test_train_options_not_json(capsys, monkeypatch):

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 import torch
-from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config
+from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config, toy_files
 
 import nmt.training.loop as loop
 from nmt.atomic import hash_file, read_lines
@@ -499,12 +499,8 @@ def test_a_damaged_last_checkpoint_resumes_from_the_one_before(damage, toy_corpu
 
 def train_with_meta(toy_corpus, toy_spm, model_dir, spm=None, model=TOY_MODEL, **overrides):
     """:func:`run_training` with the languages and normalization recorded, as the workflow trains."""
-    spm = spm or toy_spm
-    return train(
-        model, tiny_train_config(**overrides), ([toy_corpus["train.en"]], [toy_corpus["train.de"]]),
-        toy_corpus["dev.en"], toy_corpus["dev.de"], spm["en"], spm["de"], model_dir,
-        meta=ModelMeta("en", "de", normalize_punctuation=True),
-    )  # fmt: skip
+    files = toy_files(toy_corpus, spm or toy_spm, model_dir)
+    return train(model, tiny_train_config(**overrides), files, meta=ModelMeta("en", "de", normalize_punctuation=True))
 
 
 def test_fine_tuning_starts_from_the_trained_model(trained_model, toy_corpus, toy_spm, tmp_path):

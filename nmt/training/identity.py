@@ -14,6 +14,7 @@ from nmt.config import TrainConfig
 from nmt.data.binarize import BinarizedData
 from nmt.errors import DataError
 from nmt.model_dir import MODEL_FILE
+from nmt.training.files import TrainFiles
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +24,15 @@ RESOURCES = ("threads", "device", "log_every", "tensorboard")
 # Schedules whose rate does not depend on the budget: a run of them to a larger max_steps continues one to a smaller.
 BUDGET_FREE = ("inverse_sqrt", "anneal_on_plateau")
 REPLACED = "checkpoints.replaced"  # where the checkpoints of another training are set aside
+# The files of a TrainFiles hashed into the identity (the training data counts by its token ids, data.sha256).
+FILE_ROLES = ("dev_ref", "dev_src", "src_spm", "trg_spm")
 
 
 def training_identity(
-    spec: dict[str, Any], config: TrainConfig, data: BinarizedData, files: dict[str, str | Path]
+    spec: dict[str, Any], config: TrainConfig, data: BinarizedData, files: TrainFiles
 ) -> dict[str, Any]:
     """What a checkpoint must share with this run to be resumed: the model, the settings that change the result,
-    the binarized data (the sha256 of its token ids), the subword models, the dev set and the weights fine-tuned.
-
-    :param files: the subword models and dev files by role (``src_spm``, ``trg_spm``, ``dev_src``, ``dev_ref``)
-    """
+    the binarized data (the sha256 of its token ids), the subword models, the dev set and the weights fine-tuned."""
     training = dataclasses.asdict(config)
     for key in RESOURCES if config.average_last else (*RESOURCES, "checkpoint_every"):
         del training[key]
@@ -44,7 +44,7 @@ def training_identity(
             "sha256": data.header["sha256"],
             "corpora": dict(zip(data.corpus_names, data.parts.tolist(), strict=True)),
         },
-        "files": {role: hash_file(path) for role, path in sorted(files.items())},
+        "files": {role: hash_file(getattr(files, role)) for role in FILE_ROLES},
         "init_from": hash_file(Path(init_from) / MODEL_FILE) if init_from else None,
     }
 

@@ -29,6 +29,7 @@ from nmt.models.seq2seq import Seq2Seq, build_model
 from nmt.progress import format_duration
 from nmt.training.curves import Curves
 from nmt.training.distributed import World, close_world, init_world, shard
+from nmt.training.files import TrainFiles
 from nmt.training.identity import set_aside_other_training, training_identity
 from nmt.training.loss import LabelSmoothedCrossEntropy
 from nmt.training.optimizer import (
@@ -64,15 +65,7 @@ class Stop:
 
 
 def train(
-    model_options: dict[str, Any],
-    config: TrainConfig,
-    train_data: str | Path | tuple[list[str | Path], list[str | Path]],
-    dev_src: str | Path,
-    dev_ref: str | Path,
-    src_spm: str | Path,
-    trg_spm: str | Path,
-    model_dir: str | Path,
-    meta: ModelMeta | None = None,
+    model_options: dict[str, Any], config: TrainConfig, files: TrainFiles, meta: ModelMeta | None = None
 ) -> dict[str, Any]:
     """Train a model and write ``model_dir/{model.pt,src.model,trg.model,meta.json,summary.json,train.tsv,valid.tsv}``.
 
@@ -88,14 +81,12 @@ def train(
 
     :param model_options: ``arch``, ``size`` and architecture keys (see :func:`nmt.models.seq2seq.build_model`)
     :param config: training settings
-    :param train_data: the prefix of a binarized training set (:func:`nmt.data.binarize.binarize`), or
-        (source files, target files) of aligned text, which rank 0 binarizes into ``model_dir/train`` first
+    :param files: the training data, dev set, subword models and ``model_dir``
     :param meta: languages and normalization of the training data, for ``meta.json`` (see
         :func:`nmt.model_dir.write_meta`)
     :return: the summary written to ``summary.json``
     """
-    model_dir = Path(model_dir)
-    ckpt_dir = model_dir / "checkpoints"
+    model_dir = Path(files.model_dir)
     device = get_device(config.device)
     world = init_world(device.type)
     try:
@@ -105,9 +96,8 @@ def train(
         if not world.is_main:
             logging.getLogger("nmt").setLevel(logging.WARNING)
         if world.is_main:
-            ckpt_dir.mkdir(parents=True, exist_ok=True)
-        summary = _train(model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir,
-                         device, world)  # fmt: skip
+            files.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        summary = _train(model_options, config, files, device, world)
         if world.is_main:
             write_meta(model_dir, meta)
         world.barrier()  # gloo aborts a process whose peer tears the group down first
@@ -123,7 +113,7 @@ class Trainer:
     config: TrainConfig
     world: World
     device: torch.device
-    ckpt_dir: Path
+    files: TrainFiles
     data: BinarizedData  # the training set, memory-mapped
     weights: list[float] | None  # of its corpora, in their order (config.corpus_weights by name)
     dev: DevSet
@@ -133,16 +123,14 @@ class Trainer:
 
     @property
     def last(self) -> Path:
-        return self.ckpt_dir / "last.pt"
+        return self.files.ckpt_dir / "last.pt"
 
 
 def _train(
-    model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+    model_options: dict[str, Any], config: TrainConfig, files: TrainFiles, device: torch.device, world: World
 ) -> dict[str, Any]:
     """:func:`train` in one process of ``world``: start or resume, train, validate last, average, finish."""
-    trainer, state = _start(
-        model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
-    )
+    trainer, state = _start(model_options, config, files, device, world)
     with Stop() as stop:
         train_epochs(trainer, state, stop)
         if not state.history or state.history[-1]["step"] != state.progress["step"]:  # max_epochs between validations
@@ -154,15 +142,16 @@ def _train(
     summary = None
     if world.is_main:
         averaged = average_last(trainer, state) if config.average_last else None
-        summary = _finish(model_dir, trainer, state, src_spm, trg_spm, averaged)
+        summary = _finish(trainer, state, averaged)
     return world.broadcast(summary)
 
 
 def _start(
-    model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+    model_options: dict[str, Any], config: TrainConfig, files: TrainFiles, device: torch.device, world: World
 ) -> tuple[Trainer, TrainState]:
     """Seed, load the subword models and the data, build the model and its optimizer, resume from ``last.pt``."""
-    ckpt_dir = model_dir / "checkpoints"
+    model_dir = Path(files.model_dir)
+    src_spm, trg_spm, train_data = files.src_spm, files.trg_spm, files.train_data
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
@@ -176,7 +165,7 @@ def _start(
         world.barrier()
     data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
     weights = data.corpus_weights(config.corpus_weights)  # in the order of the binarized corpora
-    dev = DevSet.load(dev_src, dev_ref, src_sp, trg_sp)
+    dev = DevSet.load(files.dev_src, files.dev_ref, src_sp, trg_sp)
     get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
     if weights is not None:
@@ -191,7 +180,6 @@ def _start(
         log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
 
     model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
-    files = {"src_spm": src_spm, "trg_spm": trg_spm, "dev_src": dev_src, "dev_ref": dev_ref}
     identity = training_identity(model.spec, config, data, files)
     resumes = world.broadcast(set_aside_other_training(model_dir, identity) if world.is_main else None)
     if config.init_from is not None and not resumes:  # a resumed run has its own weights
@@ -200,7 +188,7 @@ def _start(
         torch.manual_seed(config.seed + world.rank)
     state = TrainState(model, make_optimizer(model, config), grad_scaler(device, config.bf16), identity=identity)
     if resumes:
-        state.resume(ckpt_dir / "last.pt", device, world, config.seed)
+        state.resume(files.ckpt_dir / "last.pt", device, world, config.seed)
     curves = None
     if world.is_main:
         curves = Curves(model_dir, state.train_log, state.history, state.progress["step"], config.tensorboard)
@@ -210,7 +198,7 @@ def _start(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
-    return Trainer(config, world, device, ckpt_dir, data, weights, dev, trained, criterion, curves), state
+    return Trainer(config, world, device, files, data, weights, dev, trained, criterion, curves), state
 
 
 def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
@@ -380,7 +368,7 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     if is_better(config.valid_metric, scores[config.valid_metric], progress["best"]):
         progress["best"], progress["bad_evals"] = scores[config.valid_metric], 0
         if world.is_main:
-            state.save_best(trainer.ckpt_dir)
+            state.save_best(trainer.files.ckpt_dir)
     else:
         progress["bad_evals"] += 1
     log.info(
@@ -414,7 +402,7 @@ def best_validation(history: list[dict[str, Any]], metric: str) -> dict[str, Any
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
     """Keep this step's weights for averaging (rank 0, with ``average_last``)."""
     if trainer.config.average_last and trainer.world.is_main:
-        state.save_snapshot(trainer.ckpt_dir, trainer.config.average_last, trainer.config.checkpoint_every)
+        state.save_snapshot(trainer.files.ckpt_dir, trainer.config.average_last, trainer.config.checkpoint_every)
 
 
 def updates_left(progress: dict[str, Any], config: TrainConfig, epoch_batches: int) -> int:
@@ -436,7 +424,7 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     :return: ``steps`` (the snapshots'), ``checkpoint`` (``spec`` and the averaged ``model``) and ``valid`` (its scores)
     """
     config, model = trainer.config, state.model
-    steps, weights = average_snapshots(trainer.ckpt_dir, state.progress["step"], config.average_last)
+    steps, weights = average_snapshots(trainer.files.ckpt_dir, state.progress["step"], config.average_last)
     model.load_state_dict(weights)
     valid = score_dev(trainer, model)
     log.info(
@@ -477,22 +465,16 @@ def init_weights(
     log.info("initialized the weights from %s (fine-tuning; new optimizer and schedule)", init_from)
 
 
-def _finish(
-    model_dir: Path,
-    trainer: Trainer,
-    state: TrainState,
-    src_spm: str | Path,
-    trg_spm: str | Path,
-    averaged: dict | None,
-) -> dict[str, Any]:
-    """Write the model, the subword models and the summary into ``model_dir``.
+def _finish(trainer: Trainer, state: TrainState, averaged: dict | None) -> dict[str, Any]:
+    """Write the model, the subword models and the summary into the model directory.
 
     The model is the average of the last checkpoints (``averaged``) unless the best checkpoint scores better
     on dev by ``valid_metric``; then, or without an average, the best checkpoint. ``summary["model"]`` and
     the log say which.
     """
     config, model, progress, history = trainer.config, state.model, state.progress, state.history
-    best = trainer.ckpt_dir / "best.pt"
+    files = trainer.files
+    best = trainer.files.ckpt_dir / "best.pt"
     if not best.exists():
         raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
     best_entry = best_validation(history, config.valid_metric)
@@ -508,7 +490,8 @@ def _finish(
         else:
             log.info("model.pt: the best checkpoint (step %d, dev %s %.3f), better than the %s (%.3f)",
                      best_entry["step"], metric, progress["best"], average, averaged["valid"][metric])  # fmt: skip
-    write_model(model_dir, averaged["checkpoint"] if use_average else load_checkpoint(best), src_spm, trg_spm)
+    chosen_weights = averaged["checkpoint"] if use_average else load_checkpoint(best)
+    write_model(files.model_dir, chosen_weights, files.src_spm, files.trg_spm)
     summary = {
         "arch": model.spec["arch"],
         "parameters": model.n_parameters(),
@@ -528,6 +511,6 @@ def _finish(
     }
     if averaged:
         summary["averaged"] = {"steps": averaged["steps"], **averaged["valid"]}
-    write_text(model_dir / "summary.json", json.dumps(summary, indent=2))
+    write_text(Path(files.model_dir) / "summary.json", json.dumps(summary, indent=2))
     log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
     return summary
