@@ -32,6 +32,7 @@ from nmt.training.distributed import (
     torchrun_command,
 )
 from nmt.training.loop import train
+from nmt.training.trainer import start_training
 
 NO_DROPOUT = {**TOY_MODEL, "dropout": 0.0}  # dropout masks differ per process; the rest must not
 
@@ -214,7 +215,7 @@ def test_rank_0_validates_on_batches_of_one_process_share(toy_corpus, toy_spm, t
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         world = World(rank=0, size=2, group=dist.group.WORLD)
-        trainer, state = loop._start(NO_DROPOUT, config, files, torch.device("cpu"), world)
+        trainer, state = start_training(NO_DROPOUT, config, files, torch.device("cpu"), world)
         loop.validate_and_keep_best(trainer, state)
         loop.keep_snapshot(trainer, state)
         loop.average_last(trainer, state)
