@@ -215,8 +215,6 @@ def resolve_model_options(options: dict[str, Any], where: str) -> tuple[str, Any
     if arch not in MODEL_CONFIGS:
         raise ConfigError(f"{where}.arch: {arch!r} is not one of {', '.join(map(repr, MODEL_CONFIGS))}")
     config_cls, sizes = MODEL_CONFIGS[arch]
-    if "preset" in options:  # the key's name before "preset" came to mean a whole experiment (workflow/presets/)
-        raise ConfigError(f"{where}.preset: the key is now called 'size' (size: {options['preset']})")
     size = options.pop("size", None)
     if size is not None and size not in sizes:
         raise ConfigError(f"{where}.size: {size!r} is not a {arch} size ({', '.join(sizes)})")

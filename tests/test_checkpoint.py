@@ -82,9 +82,10 @@ BAD_CHECKPOINTS = [
     ("no spec", lambda path: torch.save({"model": {}}, path), MODEL_KEYS,
      "not a checkpoint of this toolkit (it lacks spec)"),
     ("model file to resume", lambda path: save_checkpoint(path, {"spec": {}, "model": {}}), TRAINING_KEYS,
-     "is a final model file, not a training checkpoint (no optimizer, progress, history, rng to resume from)"),
+     "is a final model file, not a training checkpoint (no optimizer, scaler, progress, history, train_log, rng, window, "
+     "identity to resume from)"),
     ("half a training checkpoint", lambda path: save_checkpoint(path, {"spec": {}, "optimizer": {}}), TRAINING_KEYS,
-     "not a checkpoint of this toolkit (it lacks model, progress, history, rng)"),
+     "not a checkpoint of this toolkit (it lacks model, scaler, progress, history, train_log, rng, window, identity)"),
 ]  # fmt: skip
 
 

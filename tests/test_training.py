@@ -258,7 +258,7 @@ def test_nesterov_sgd_learns_the_toy_task(toy_corpus, toy_spm, tmp_path):
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
 def test_decay_schedules_warm_up_to_lr_and_reach_zero_where_the_budget_ends(schedule):
     """Warmup to lr itself, then decay over the rest of the budget to zero at max_steps, or at max_minutes of
-    training time if that comes first (issue 55: the decay ran during the warmup, so the peak was lr * 0.91)."""
+    training time if that comes first (a decay that also ran during the warmup would peak below lr)."""
     config = TrainConfig(lr=1e-3, lr_schedule=schedule, warmup_steps=10, max_steps=100)
     rates = [get_lr({"step": step, "train_seconds": 0.0}, config) for step in range(101)]  # of update step + 1
     assert rates[0] == pytest.approx(1e-4)  # warmup: a tenth of the peak
@@ -277,8 +277,8 @@ def test_decay_schedules_warm_up_to_lr_and_reach_zero_where_the_budget_ends(sche
 
 
 def test_a_warmup_as_long_as_the_budget_is_warned_of(caplog):
-    """Issue 55: a tiny config, or nmt train with only max_steps, kept the default warmup of 1000 updates and
-    trained at a fraction of lr without a word."""
+    """A budget within the warmup (a tiny config, or nmt train with only max_steps and the default warmup of 1000
+    updates) trains at a fraction of lr: a warning says so."""
     with caplog.at_level(logging.WARNING, logger="nmt.training.optimizer"):
         warn_about_schedule(TrainConfig(lr=1e-3, max_steps=999, warmup_steps=100))
         warn_about_schedule(TrainConfig(lr=1e-3, max_steps=1, warmup_steps=0))
@@ -460,7 +460,7 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
 
 def test_a_checkpoint_of_another_model_is_set_aside(toy_corpus, toy_spm, tmp_path, caplog):
     """Another architecture in the same directory trains from scratch, with one line naming the setting that
-    differs (before, the run stopped with the same settings printed twice, not the one that differs)."""
+    differs."""
     run_training(toy_corpus, toy_spm, tmp_path, max_steps=20, valid_every=1000)
     caplog.set_level(logging.INFO, logger="nmt")
     run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=20, valid_every=20)
@@ -544,7 +544,7 @@ def test_fine_tuning_refuses_other_vocabularies_and_architectures(trained_model,
 
 def test_accumulation_trains_on_the_batches_left_at_the_end_of_an_epoch(toy_corpus, toy_spm, tmp_path):
     """With accum_steps batches an update, an epoch of a number of batches that is no multiple of it ends with a
-    smaller update on the batches left (before, they were dropped without a word: floor(batches / accum_steps))."""
+    smaller update on the batches left, none dropped."""
     one = run_training(toy_corpus, toy_spm, tmp_path / "one", max_steps=10000, max_epochs=1, valid_every=1000)
     batches = one["steps"]
     accum = next(a for a in (2, 3, 4, 5) if batches % a)

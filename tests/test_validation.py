@@ -32,9 +32,8 @@ def long_dev(toy_corpus, tmp_path) -> tuple:
 def test_a_dev_pair_longer_than_the_model_takes_is_left_out_of_the_dev_loss(
     toy_corpus, toy_spm, long_dev, tmp_path, caplog
 ):
-    """Issue 55: such a pair ended training in an error at the first validation (``sequence of length 73 exceeds
-    max_positions 24``). It is left out of the loss, with one warning however often the run validates, and its
-    source is still translated (cut to the model's positions) for BLEU."""
+    """Such a pair, which the model cannot read whole, is left out of the loss, with one warning however often the
+    run validates, and its source is still translated (cut to the model's positions) for BLEU."""
     caplog.set_level(logging.WARNING, logger="nmt")
     dev_src, dev_ref = long_dev
     config = tiny_train_config(max_steps=4, valid_every=2, max_length=24, checkpoint_every=4)

@@ -35,7 +35,7 @@ from nmt.vocab import EOS
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # 2: the sha256 of the token ids
+FORMAT = 2  # of the files and the header; data of another format is binarized again
 SIDES = ("src", "trg")
 CHUNK_LINES = 32768  # pairs encoded at a time: a few MB of Python lists, whatever the corpus size
 

@@ -49,7 +49,7 @@ def training_identity(
     }
 
 
-def differences(saved: dict[str, Any] | None, identity: dict[str, Any], progress: dict[str, Any]) -> list[str]:
+def differences(saved: dict[str, Any], identity: dict[str, Any], progress: dict[str, Any]) -> list[str]:
     """What differs between a checkpoint's identity (``saved``, at ``progress``) and this run's, one item a key.
 
     A larger or smaller ``max_steps`` is no difference where the run continues exactly: a schedule that does not
@@ -57,8 +57,6 @@ def differences(saved: dict[str, Any] | None, identity: dict[str, Any], progress
     either before the old end or at a regular validation (the old end's extra validation would choose the best
     checkpoint and, on a plateau, the rate differently).
     """
-    if saved is None:
-        return ["the checkpoint records no identity"]
     found = [f"{key} {old} -> {new}" for key, old, new in changed(saved, identity)]
     old, new, step = saved["training"], identity["training"], progress["step"]
     extends = (
@@ -119,14 +117,14 @@ def set_aside_other_training(model_dir: Path, identity: dict[str, Any]) -> bool:
     return False
 
 
-def _saved_identity(last: Path) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
+def _saved_identity(last: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The identity and progress of ``last`` or, if it is unreadable, of the checkpoint before it; None if neither
     can be read."""
     for path in (last, previous_path(last)):
         if path.exists():
             try:
-                ckpt = load_checkpoint(path, keys=("progress",))
+                ckpt = load_checkpoint(path, keys=("progress", "identity"))
             except DataError:
                 continue
-            return ckpt.get("identity"), ckpt["progress"]
+            return ckpt["identity"], ckpt["progress"]
     return None

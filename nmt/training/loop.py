@@ -312,7 +312,7 @@ def best_validation(history: list[dict[str, Any]], metric: str) -> dict[str, Any
     first of equal ones, the one whose checkpoint was kept)."""
     if metric == "loss":
         return min(history, key=lambda h: h["loss"])
-    return max(history, key=lambda h: h.get(metric, -math.inf))  # a validation resumed from before chrF: none
+    return max(history, key=lambda h: h[metric])
 
 
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
