@@ -63,8 +63,12 @@ def test_binarized_ids_equal_encoding_the_text(toy_corpus, toy_spm, two_corpora,
     ]
     assert header["file_pairs"] == per_file and data.parts.tolist() == per_file
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "train.json", "train.src.ids", "train.src.offsets", "train.trg.ids", "train.trg.offsets",
-    ]  # fmt: skip
+        "train.json",
+        "train.src.ids",
+        "train.src.offsets",
+        "train.trg.ids",
+        "train.trg.offsets",
+    ]
 
 
 def test_training_data_is_cut_to_the_training_limit(toy_corpus, toy_spm, tmp_path):

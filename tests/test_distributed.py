@@ -78,8 +78,13 @@ def test_torchrun_command_runs_the_nmt_cli():
     assert "--standalone" not in command and command[-3:] == ["-m", "nmt", "train"]
     assert {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=node1:29417", "--rdzv-id=17"} < set(command)
     assert srun_command(2, command)[:6] == [
-        "srun", "--overlap", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
-    ]  # fmt: skip
+        "srun",
+        "--overlap",
+        "--nodes=2",
+        "--ntasks=2",
+        "--ntasks-per-node=1",
+        "--kill-on-bad-exit=1",
+    ]
 
 
 def test_slurm_rendezvous_is_the_first_host_of_the_allocation(monkeypatch):
@@ -160,8 +165,10 @@ def test_two_nodes_equal_one_process(toy_corpus, toy_spm, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
     node2 = subprocess.Popen(
         [sys.executable, "-c", code, json.dumps({**args, "log": str(tmp_path / "node2.log")})],
-        stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         launch_training(1, NO_DROPOUT, tiny_train_config(**overrides), two, tmp_path / "node1.log", 2, rendezvous)
     finally:

@@ -66,15 +66,16 @@ def test_new_training_data_trains_from_scratch(toy_corpus, toy_spm, tmp_path, ca
     """Other data under the same settings (fewer pairs after a cleaning change) is another training, not a resume of
     the old weights."""
     caplog.set_level(logging.INFO, logger="nmt")
-    half = {lang: write_lines(tmp_path / f"half.{lang}", toy_corpus[f"train.{lang}"].read_text().splitlines()[:300])
-            for lang in ("en", "de")}  # fmt: skip
+    half = {
+        lang: write_lines(tmp_path / f"half.{lang}", toy_corpus[f"train.{lang}"].read_text().splitlines()[:300])
+        for lang in ("en", "de")
+    }
+    half_corpus = {**toy_corpus, "train.en": half["en"], "train.de": half["de"]}
     run_training(toy_corpus, toy_spm, tmp_path / "run", max_steps=20, valid_every=10)
     caplog.clear()
-    run_training({**toy_corpus, "train.en": half["en"], "train.de": half["de"]}, toy_spm, tmp_path / "run",
-                 max_steps=20, valid_every=10)  # fmt: skip
+    run_training(half_corpus, toy_spm, tmp_path / "run", max_steps=20, valid_every=10)
     assert "data.sha256" in caplog.text and "resumed" not in caplog.text
-    run_training({**toy_corpus, "train.en": half["en"], "train.de": half["de"]}, toy_spm, tmp_path / "fresh",
-                 max_steps=20, valid_every=10)  # fmt: skip
+    run_training(half_corpus, toy_spm, tmp_path / "fresh", max_steps=20, valid_every=10)
     assert_same_weights(tmp_path / "run/model.pt", tmp_path / "fresh/model.pt")
 
 
@@ -147,8 +148,13 @@ def test_best_checkpoint_of_updates_that_are_redone_is_not_kept(toy_corpus, toy_
     at step 20, its model is the one of a run that ended there."""
     args = {"corpus": {k: str(v) for k, v in toy_corpus.items()}, "spm": {k: str(v) for k, v in toy_spm.items()}}
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
-    crashed = subprocess.run([sys.executable, "-c", CRASH_AFTER_BEST, json.dumps({**args, "dir": str(tmp_path / "a")})],
-                             env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    crashed = subprocess.run(
+        [sys.executable, "-c", CRASH_AFTER_BEST, json.dumps({**args, "dir": str(tmp_path / "a")})],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert crashed.returncode == 3, crashed.stderr[-2000:]
     assert load_checkpoint(tmp_path / "a/checkpoints/best.pt")["step"] == 30
     options = {"max_steps": 20, "valid_every": 10, "checkpoint_every": 20, "valid_metric": "loss"}

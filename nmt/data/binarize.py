@@ -140,9 +140,13 @@ def binarize(
         if pairs == 0:
             raise DataError(f"{src_paths[0]}: no sentence pairs left to train on ({dropped} longer than {max_length})")
     header = {
-        "format": FORMAT, "pairs": pairs, "max_length": max_length, "dropped_by_length": dropped,
-        "file_pairs": file_pairs, "sha256": digest.hexdigest(),
-    }  # fmt: skip
+        "format": FORMAT,
+        "pairs": pairs,
+        "max_length": max_length,
+        "dropped_by_length": dropped,
+        "file_pairs": file_pairs,
+        "sha256": digest.hexdigest(),
+    }
     for side, spm_path, text_paths in (("src", src_spm, src_paths), ("trg", trg_spm, trg_paths)):
         header[side] = {
             "dtype": dtypes[side].name,

@@ -180,8 +180,15 @@ def srun_command(nodes: int, command: list[str]) -> list[str]:
     The rule's own job step (Snakemake's ``srun -n1``) holds the first node's CPUs and GPUs: ``--overlap``
     lets this step share them.
     """
-    return ["srun", "--overlap", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
-            *command]  # fmt: skip
+    return [
+        "srun",
+        "--overlap",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
+        "--kill-on-bad-exit=1",
+        *command,
+    ]
 
 
 def processes_per_node(resources: Mapping[str, Any], nodes: int = 1) -> int:

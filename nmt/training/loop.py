@@ -124,17 +124,15 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     An update that float16 overflow skipped consumed its batches and its time but is not counted, as in
     fairseq: the step, the schedule and the tokens trained on advance with real updates only.
     """
-    config, progress = trainer.config, state.progress
+    config, progress, data = trainer.config, state.progress, trainer.data
     state.model.train()
     done = progress["bad_evals"] >= config.patience or spent(progress, config) >= 1 or is_annealed_out(progress, config)
     window = state.window  # since the last log line
     window["start"] = time.perf_counter()
     while not done and progress["epoch"] <= config.max_epochs:
-        sample = weighted_epoch(trainer.data.parts, trainer.weights, config.seed, progress["epoch"])
-        batches = token_batches(
-            trainer.data.src.lengths, trainer.data.trg.lengths, config.batch_tokens, config.seed, progress["epoch"],
-            sample,
-        )  # fmt: skip
+        epoch = progress["epoch"]
+        sample = weighted_epoch(data.parts, trainer.weights, config.seed, epoch)
+        batches = token_batches(data.src.lengths, data.trg.lengths, config.batch_tokens, config.seed, epoch, sample)
         del sample  # the batches hold their own copy of its indices
         # One update consumes accum_steps batches (the epoch's last one what is left); resume skips those consumed.
         while progress["batch"] < len(batches):
@@ -155,8 +153,9 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
                 progress["skipped"] += 1
                 log.info(
                     "float16 gradients overflowed: update skipped (%d so far), loss scale lowered to %g",
-                    progress["skipped"], state.scaler.get_scale(),
-                )  # fmt: skip
+                    progress["skipped"],
+                    state.scaler.get_scale(),
+                )
                 stop_on_signal(trainer, state, stop)
             if progress["bad_evals"] >= config.patience or spent(progress, config) >= 1:
                 done = True
@@ -257,18 +256,22 @@ def log_train(trainer: Trainer, state: TrainState, window: dict[str, float], lr:
     progress, config = state.progress, trainer.config
     elapsed = time.perf_counter() - window["start"]
     window["loss"] = trainer.world.sum([window["loss"]])[0]
-    state.train_log.append({
-        "step": progress["step"], "epoch": progress["epoch"], "loss": window["loss"] / window["tokens"], "lr": lr,
-        "tokens_per_second": window["tokens"] / elapsed,
-    })  # fmt: skip
+    loss, speed = window["loss"] / window["tokens"], window["tokens"] / elapsed
+    row = {"step": progress["step"], "epoch": progress["epoch"], "loss": loss, "lr": lr, "tokens_per_second": speed}
+    state.train_log.append(row)
     if trainer.curves:
-        trainer.curves.add_train(state.train_log[-1])
+        trainer.curves.add_train(row)
     eta = elapsed / config.log_every * updates_left(progress, config, epoch_batches)
     log.info(
         "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s | elapsed %s | ETA %s",
-        progress["step"], progress["epoch"], window["loss"] / window["tokens"], lr, window["tokens"] / elapsed,
-        format_duration(progress["train_seconds"]), format_duration(eta),
-    )  # fmt: skip
+        progress["step"],
+        progress["epoch"],
+        loss,
+        lr,
+        speed,
+        format_duration(progress["train_seconds"]),
+        format_duration(eta),
+    )
     window.update(loss=0.0, tokens=0, start=time.perf_counter())
 
 
@@ -289,9 +292,15 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
         progress["bad_evals"] += 1
     log.info(
         "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f | best %s %.3f (%d without gain)",
-        progress["step"], scores["loss"], scores["ppl"], scores["bleu"], scores["chrf"], config.valid_metric,
-        progress["best"], progress["bad_evals"],
-    )  # fmt: skip
+        progress["step"],
+        scores["loss"],
+        scores["ppl"],
+        scores["bleu"],
+        scores["chrf"],
+        config.valid_metric,
+        progress["best"],
+        progress["bad_evals"],
+    )
 
 
 def score_dev(trainer: Trainer, model: Seq2Seq) -> dict[str, Any]:
@@ -345,8 +354,14 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     valid = score_dev(trainer, model)
     log.info(
         "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f (best checkpoint: %s %.3f)",
-        steps, valid["loss"], valid["ppl"], valid["bleu"], valid["chrf"], config.valid_metric, state.progress["best"],
-    )  # fmt: skip
+        steps,
+        valid["loss"],
+        valid["ppl"],
+        valid["bleu"],
+        valid["chrf"],
+        config.valid_metric,
+        state.progress["best"],
+    )
     return {"steps": steps, "checkpoint": {"spec": model.spec, "model": weights}, "valid": valid}
 
 
@@ -370,11 +385,23 @@ def _finish(trainer: Trainer, state: TrainState, averaged: dict | None) -> dict[
         average = f"average of the last {len(averaged['steps'])} checkpoints"
         chosen = average if use_average else f"best checkpoint, better on dev than the {average}"
         if use_average:
-            log.info("model.pt: the %s (dev %s %.3f), at least as good as the best checkpoint (step %d, %.3f)",
-                     average, metric, averaged["valid"][metric], best_entry["step"], progress["best"])  # fmt: skip
+            log.info(
+                "model.pt: the %s (dev %s %.3f), at least as good as the best checkpoint (step %d, %.3f)",
+                average,
+                metric,
+                averaged["valid"][metric],
+                best_entry["step"],
+                progress["best"],
+            )
         else:
-            log.info("model.pt: the best checkpoint (step %d, dev %s %.3f), better than the %s (%.3f)",
-                     best_entry["step"], metric, progress["best"], average, averaged["valid"][metric])  # fmt: skip
+            log.info(
+                "model.pt: the best checkpoint (step %d, dev %s %.3f), better than the %s (%.3f)",
+                best_entry["step"],
+                metric,
+                progress["best"],
+                average,
+                averaged["valid"][metric],
+            )
     chosen_weights = averaged["checkpoint"] if use_average else load_checkpoint(best)
     write_model(files.model_dir, chosen_weights, files.src_spm, files.trg_spm)
     summary = {

@@ -166,9 +166,12 @@ class TrainState:
             torch.manual_seed(seed + world.rank + self.progress["step"])
         progress = self.progress
         log.info(
-            "resumed from %s at step %d (epoch %d, batch %d)", path, progress["step"], progress["epoch"],
+            "resumed from %s at step %d (epoch %d, batch %d)",
+            path,
+            progress["step"],
+            progress["epoch"],
             progress["batch"],
-        )  # fmt: skip
+        )
 
     def save_snapshot(self, ckpt_dir: Path, keep: int, every: int) -> None:
         """Keep the weights of this step for averaging (:func:`nmt.checkpoint.save_snapshot`)."""
