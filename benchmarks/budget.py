@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 from nmt.config import TrainConfig, from_dict  # noqa: E402
 from nmt.config_file import parse_model  # noqa: E402
 from nmt.evaluation.plots import VALID_COLUMNS, read_log  # noqa: E402
+from nmt.training.files import TrainFiles  # noqa: E402
 
 
 def prepare(workdir: Path, mirror: str, overrides: list[str]) -> dict[str, Path]:
@@ -76,10 +77,9 @@ def train(name: str, settings: dict, training: dict, files: dict, workdir: Path,
     training = {**training, "threads": threads, "trg_lang": files["trg_lang"]}
     from_dict(TrainConfig, training, f"--run {name}")  # a bad key fails here, in one line
     command = [sys.executable, "-m", "nmt", "train", "--model-options", json.dumps(settings)]
-    command += ["--training", json.dumps(training), "--train-data", str(files["train_data"])]
-    for key in ("dev_src", "dev_ref", "src_spm", "trg_spm"):
-        command += [f"--{key.replace('_', '-')}", str(files[key])]
-    command += ["--model-dir", str(model_dir), "--log-file", str(workdir / f"{name}.log")]
+    paths = {key: files[key] for key in ("train_data", "dev_src", "dev_ref", "src_spm", "trg_spm")}
+    command += ["--training", json.dumps(training), *TrainFiles(**paths, model_dir=model_dir).options()]
+    command += ["--log-file", str(workdir / f"{name}.log")]
     start = time.perf_counter()
     subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     print(f"{name}: trained in {time.perf_counter() - start:.0f} s", file=sys.stderr)

@@ -16,6 +16,7 @@ from pathlib import Path
 from nmt.config import AUTO_WORKERS, DecodeConfig, from_dict
 from nmt.entry import entry_point
 from nmt.errors import ConfigError, DataError
+from nmt.training.files import TrainFiles
 
 
 def decode_config(args: argparse.Namespace) -> DecodeConfig:
@@ -85,9 +86,12 @@ def score(args: argparse.Namespace) -> None:
         print(f"{name}\t{value['score']:.2f}\t{value['signature']}")
 
 
-# The path arguments of nmt.training.loop.train besides the training data, each a required --option
-# (dev_src: --dev-src).
-TRAIN_FILES = ("dev_src", "dev_ref", "src_spm", "trg_spm", "model_dir")
+def train_files(args: argparse.Namespace) -> TrainFiles:
+    """The files of ``train``'s options (those :meth:`TrainFiles.options` writes)."""
+    if (args.train_data is None) == (args.train_src is None or args.train_trg is None):
+        raise ConfigError("train: give either --train-data PREFIX or both --train-src FILE... and --train-trg FILE...")
+    data = args.train_data or (args.train_src, args.train_trg)
+    return TrainFiles(data, args.dev_src, args.dev_ref, args.src_spm, args.trg_spm, args.model_dir)
 
 
 def train(args: argparse.Namespace) -> None:
@@ -97,11 +101,9 @@ def train(args: argparse.Namespace) -> None:
 
     config = from_dict(TrainConfig, args.training, "--training")
     meta = from_dict(ModelMeta, args.meta, "--meta") if args.meta else None
-    if (args.train_data is None) == (args.train_src is None or args.train_trg is None):
-        raise ConfigError("train: give either --train-data PREFIX or both --train-src FILE... and --train-trg FILE...")
-    data = args.train_data or (args.train_src, args.train_trg)
+    files = train_files(args)
     keep_freed_memory()  # reuse each update's freed tensors instead of faulting pages in
-    train_model(args.model_options, config, data, **{name: getattr(args, name) for name in TRAIN_FILES}, meta=meta)
+    train_model(args.model_options, config, files, meta=meta)
 
 
 def subword(args: argparse.Namespace) -> None:
@@ -188,10 +190,24 @@ def run(argv: list[str] | None = None, prog: str = "python -m nmt") -> None:
 
 
 def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
-    """The command line: one subcommand per function above; search defaults come from :class:`DecodeConfig`."""
+    """The command line: one subcommand per function above, with the options its ``add_*_command`` below gives."""
     parser = Parser(prog=prog, description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
+    add_translate_command(commands)
+    add_score_command(commands)
+    add_subword_command(commands)
+    add_train_command(commands)
+    add_binarize_command(commands)
+    add_export_command(commands)
+    return parser
+
+
+Commands = argparse._SubParsersAction  # what add_subparsers returns: add_parser makes a subcommand
+
+
+def add_translate_command(commands: Commands) -> None:
+    """``translate``: its search defaults come from :class:`DecodeConfig`."""
     p = commands.add_parser("translate", help="translate text (stdin or --input) with a trained model directory")
     p.add_argument(
         "--model",
@@ -273,12 +289,18 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
         "before reading the next (interactive)",
     )
     p.set_defaults(run=translate)
+
+
+def add_score_command(commands: Commands) -> None:
     p = commands.add_parser("score", help="BLEU, chrF and TER of a hypothesis file against a reference file")
     p.add_argument("--hyp", required=True)
     p.add_argument("--ref", required=True)
     p.add_argument("--trg-lang", default="", help="target language (picks the BLEU tokenizer, e.g. zh, ja)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=score)
+
+
+def add_subword_command(commands: Commands) -> None:
     p = commands.add_parser("subword", help="learn the source and target sentencepiece models (with nmt's special ids)")
     p.add_argument("--src", required=True, nargs="+", help="source text files")
     p.add_argument("--trg", required=True, nargs="+", help="target text files")
@@ -288,17 +310,27 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--threads", type=positive_int, default=1, help="sentencepiece trainer threads")
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=subword)
+
+
+def add_train_command(commands: Commands) -> None:
+    """``train``: the files are :class:`TrainFiles`' fields (``--dev-src``: ``dev_src``), as its ``options`` writes."""
     p = commands.add_parser("train", help="train a model into a directory (data parallel under torchrun)")
     p.add_argument("--model-options", required=True, type=json_mapping, help='e.g. {"arch": "transformer"}')
     p.add_argument("--training", default={}, type=json_mapping, help="training keys as JSON (config.yaml's training)")
     p.add_argument("--train-data", help="prefix of a binarized training set (python -m nmt binarize)")
     p.add_argument("--train-src", nargs="+", help="or: source text files, binarized into MODEL_DIR/train at each start")
     p.add_argument("--train-trg", nargs="+", help="and the target text files aligned with them")
-    for name in TRAIN_FILES:
-        p.add_argument(f"--{name.replace('_', '-')}", required=True)
+    p.add_argument("--dev-src", required=True, help="source side of the dev set (validation)")
+    p.add_argument("--dev-ref", required=True, help="reference translations of the dev set")
+    p.add_argument("--src-spm", required=True, help="source sentencepiece model (python -m nmt subword)")
+    p.add_argument("--trg-spm", required=True, help="target sentencepiece model")
+    p.add_argument("--model-dir", required=True, help="the model directory to write (resumes its checkpoints)")
     p.add_argument("--meta", type=json_mapping, help="languages and normalization for meta.json (nmt.config.ModelMeta)")
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=train)
+
+
+def add_binarize_command(commands: Commands) -> None:
     p = commands.add_parser("binarize", help="encode aligned text files once into memory-mapped training data")
     p.add_argument("--src", required=True, nargs="+", help="source text files")
     p.add_argument("--trg", required=True, nargs="+", help="target text files, aligned with --src one by one")
@@ -309,13 +341,15 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1, help="sentencepiece encoding threads")
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=binarize)
+
+
+def add_export_command(commands: Commands) -> None:
     p = commands.add_parser("export", help="convert a Transformer model directory for CTranslate2")
     p.add_argument("--quantization", help="CTranslate2 weight type, e.g. int8 or float16 (default: float32)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.add_argument("model_dir", help="model directory (model.pt, src.model, trg.model)")
     p.add_argument("out", help="output directory of the CTranslate2 model")
     p.set_defaults(run=export)
-    return parser
 
 
 if __name__ == "__main__":

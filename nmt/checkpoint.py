@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 # What a model file (model.pt, best.pt) holds, and what a training checkpoint (last.pt) holds besides.
 MODEL_KEYS = ("spec", "model")
-TRAINING_KEYS = (*MODEL_KEYS, "optimizer", "progress", "history", "rng")
+TRAINING_KEYS = (*MODEL_KEYS, "optimizer", "scaler", "progress", "history", "train_log", "rng", "window", "identity")
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any], keep_previous: bool = False) -> None:

@@ -69,30 +69,71 @@ class RnnConfig:
 # Named layouts; "rnnsearch" is RNNsearch-50 (Bahdanau et al. 2015, appendix A.2), "luong" the global-attention
 # model of Luong et al. 2015 (section 4.1); "small"/"tiny" are our CPU sizes.
 RNN_SIZES: dict[str, dict[str, Any]] = {
-    "tiny": {"emb_dim": 32, "hidden_size": 32, "attention_dim": 32, "output_dim": 32, "enc_layers": 1,
-             "dec_layers": 1, "dropout": 0.1},
-    "small": {"cell": "gru", "emb_dim": 256, "hidden_size": 256, "attention_dim": 256, "output_dim": 256,
-              "enc_layers": 1, "dec_layers": 1, "bidirectional": True, "attention": "additive",
-              "output_layer": "maxout", "dropout": 0.3},
+    "tiny": {
+        "emb_dim": 32,
+        "hidden_size": 32,
+        "attention_dim": 32,
+        "output_dim": 32,
+        "enc_layers": 1,
+        "dec_layers": 1,
+        "dropout": 0.1,
+    },
+    "small": {
+        "cell": "gru",
+        "emb_dim": 256,
+        "hidden_size": 256,
+        "attention_dim": 256,
+        "output_dim": 256,
+        "enc_layers": 1,
+        "dec_layers": 1,
+        "bidirectional": True,
+        "attention": "additive",
+        "output_layer": "maxout",
+        "dropout": 0.3,
+    },
     # Bi-GRU of 1000 units, embeddings 620, alignment model n' = 1000, maxout output l = 500; s_0 is a tanh
     # map of the backward encoder state at the first word (init "final"). The paper mentions no dropout.
     "rnnsearch": {
-        "cell": "gru", "emb_dim": 620, "hidden_size": 1000, "enc_layers": 1, "dec_layers": 1,
-        "bidirectional": True, "bidir_combine": "concat", "attention": "additive", "attention_dim": 1000,
-        "attention_query": "previous", "input_feeding": False, "init_state": "final", "output_layer": "maxout",
-        "output_dim": 500, "dropout": 0.0, "share_embeddings": False, "tie_output": False,
+        "cell": "gru",
+        "emb_dim": 620,
+        "hidden_size": 1000,
+        "enc_layers": 1,
+        "dec_layers": 1,
+        "bidirectional": True,
+        "bidir_combine": "concat",
+        "attention": "additive",
+        "attention_dim": 1000,
+        "attention_query": "previous",
+        "input_feeding": False,
+        "init_state": "final",
+        "output_layer": "maxout",
+        "output_dim": 500,
+        "dropout": 0.0,
+        "share_embeddings": False,
+        "tie_output": False,
     },
     # 4-layer LSTMs of 1000 cells, embeddings 1000, dropout 0.2, global "general" attention, input feeding,
     # attentional vector tanh(W_c [c_t; h_t]) of 1000 units. The paper starts the decoder from the encoder's
     # last state (Sutskever et al. 2014); init "final" learns a tanh map of it instead. The paper also
     # reverses the source sentences, which this model does not.
     "luong": {
-        "cell": "lstm", "emb_dim": 1000, "hidden_size": 1000, "enc_layers": 4, "dec_layers": 4,
-        "bidirectional": False, "attention": "general", "attention_query": "current", "input_feeding": True,
-        "init_state": "final", "output_layer": "deep", "output_dim": 1000, "dropout": 0.2,
-        "share_embeddings": False, "tie_output": False,
+        "cell": "lstm",
+        "emb_dim": 1000,
+        "hidden_size": 1000,
+        "enc_layers": 4,
+        "dec_layers": 4,
+        "bidirectional": False,
+        "attention": "general",
+        "attention_query": "current",
+        "input_feeding": True,
+        "init_state": "final",
+        "output_layer": "deep",
+        "output_dim": 1000,
+        "dropout": 0.2,
+        "share_embeddings": False,
+        "tie_output": False,
     },
-}  # fmt: skip
+}
 
 
 @dataclass
@@ -148,14 +189,28 @@ _WMT = {"emb_dim": 512, "out_emb_dim": 512, "share_embeddings": False, "tie_outp
 
 # "small" is our CPU size for Multi30k (about 7.3M parameters with a joint 8000 vocabulary), "tiny" is for tests.
 CONVS2S_SIZES: dict[str, dict[str, Any]] = {
-    "tiny": {"emb_dim": 32, "channels": (32,), "enc_layers": 2, "dec_layers": 2, "kernel_size": (3,),
-             "out_emb_dim": 32, "dropout": 0.1},
-    "small": {"emb_dim": 256, "channels": (256,), "enc_layers": 6, "dec_layers": 4, "kernel_size": (3,),
-              "out_emb_dim": 256, "dropout": 0.2},
+    "tiny": {
+        "emb_dim": 32,
+        "channels": (32,),
+        "enc_layers": 2,
+        "dec_layers": 2,
+        "kernel_size": (3,),
+        "out_emb_dim": 32,
+        "dropout": 0.1,
+    },
+    "small": {
+        "emb_dim": 256,
+        "channels": (256,),
+        "enc_layers": 6,
+        "dec_layers": 4,
+        "kernel_size": (3,),
+        "out_emb_dim": 256,
+        "dropout": 0.2,
+    },
     "wmt16_en_ro": {**_WMT, "channels": (512,), "kernel_size": (3,), "enc_layers": 20, "dec_layers": 20},
     "wmt14_en_de": {**_WMT, **_EN_DE, "enc_layers": 15, "dec_layers": 15},
     "wmt14_en_fr": {**_WMT, **_EN_FR, "enc_layers": 14, "dec_layers": 14, "dropout": 0.1},
-}  # fmt: skip
+}
 
 
 @dataclass
@@ -190,14 +245,24 @@ TRANSFORMER_SIZES: dict[str, dict[str, Any]] = {
     "tiny": {"d_model": 64, "n_heads": 2, "ff_dim": 128, "enc_layers": 1, "dec_layers": 1},
     "small": {"d_model": 256, "n_heads": 4, "ff_dim": 1024, "enc_layers": 3, "dec_layers": 3},
     "base": {
-        "d_model": 512, "n_heads": 8, "ff_dim": 2048, "enc_layers": 6, "dec_layers": 6,
-        "dropout": 0.1, "norm": "post",
+        "d_model": 512,
+        "n_heads": 8,
+        "ff_dim": 2048,
+        "enc_layers": 6,
+        "dec_layers": 6,
+        "dropout": 0.1,
+        "norm": "post",
     },
     "big": {
-        "d_model": 1024, "n_heads": 16, "ff_dim": 4096, "enc_layers": 6, "dec_layers": 6,
-        "dropout": 0.3, "norm": "post",
+        "d_model": 1024,
+        "n_heads": 16,
+        "ff_dim": 4096,
+        "enc_layers": 6,
+        "dec_layers": 6,
+        "dropout": 0.3,
+        "norm": "post",
     },
-}  # fmt: skip
+}
 
 
 # name -> (config dataclass, sizes); nmt.models.seq2seq.ARCHITECTURES holds the builders.
@@ -215,8 +280,6 @@ def resolve_model_options(options: dict[str, Any], where: str) -> tuple[str, Any
     if arch not in MODEL_CONFIGS:
         raise ConfigError(f"{where}.arch: {arch!r} is not one of {', '.join(map(repr, MODEL_CONFIGS))}")
     config_cls, sizes = MODEL_CONFIGS[arch]
-    if "preset" in options:  # the key's name before "preset" came to mean a whole experiment (workflow/presets/)
-        raise ConfigError(f"{where}.preset: the key is now called 'size' (size: {options['preset']})")
     size = options.pop("size", None)
     if size is not None and size not in sizes:
         raise ConfigError(f"{where}.size: {size!r} is not a {arch} size ({', '.join(sizes)})")

@@ -12,6 +12,7 @@ from nmt.config import SubwordConfig, TrainConfig
 from nmt.data.download import MIRROR_ENV
 from nmt.data.subword import train_subword
 from nmt.models.seq2seq import build_model
+from nmt.training.files import TrainFiles
 from nmt.training.loop import train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -160,18 +161,22 @@ def tiny_train_config(**overrides) -> TrainConfig:
 TOY_MODEL = {"arch": "transformer", "size": "tiny", "d_model": 64, "ff_dim": 256, "enc_layers": 2, "dec_layers": 2}
 
 
+def toy_files(toy_corpus, toy_spm, model_dir) -> TrainFiles:
+    """The files of a training on the toy task (its text, binarized at each start) into ``model_dir``, as strings
+    (``dataclasses.asdict`` of it is JSON for a subprocess)."""
+    return TrainFiles(
+        train_data=([str(toy_corpus["train.en"])], [str(toy_corpus["train.de"])]),
+        dev_src=str(toy_corpus["dev.en"]),
+        dev_ref=str(toy_corpus["dev.de"]),
+        src_spm=str(toy_spm["en"]),
+        trg_spm=str(toy_spm["de"]),
+        model_dir=str(model_dir),
+    )
+
+
 def run_training(toy_corpus, toy_spm, model_dir, model=TOY_MODEL, **overrides):
     """Train ``model`` options into ``model_dir`` with :func:`tiny_train_config` plus ``overrides``."""
-    return train(
-        model,
-        tiny_train_config(**overrides),
-        train_data=([toy_corpus["train.en"]], [toy_corpus["train.de"]]),
-        dev_src=toy_corpus["dev.en"],
-        dev_ref=toy_corpus["dev.de"],
-        src_spm=toy_spm["en"],
-        trg_spm=toy_spm["de"],
-        model_dir=model_dir,
-    )
+    return train(model, tiny_train_config(**overrides), toy_files(toy_corpus, toy_spm, model_dir))
 
 
 @pytest.fixture(scope="session")

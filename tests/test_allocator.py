@@ -83,9 +83,10 @@ WIDE_FEED_FORWARD = {
 LIBRARY_TRAIN = """
 import json, sys
 from nmt.config import TrainConfig
+from nmt.training.files import TrainFiles
 from nmt.training.loop import train
 model, training, src, trg, files = map(json.loads, sys.argv[1:])
-train(model, TrainConfig(**training), ([src], [trg]), **files)
+train(model, TrainConfig(**training), TrainFiles(([src], [trg]), **files))
 """
 
 

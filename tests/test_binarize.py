@@ -14,6 +14,7 @@ from nmt.data.batches import ParallelData
 from nmt.data.binarize import BinarizedData, binarize, open_training_data
 from nmt.data.subword import load_subword, train_subword
 from nmt.errors import DataError
+from nmt.training.files import TrainFiles
 from nmt.training.loop import train
 
 TINY = {"arch": "transformer", "size": "tiny"}
@@ -62,8 +63,12 @@ def test_binarized_ids_equal_encoding_the_text(toy_corpus, toy_spm, two_corpora,
     ]
     assert header["file_pairs"] == per_file and data.parts.tolist() == per_file
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "train.json", "train.src.ids", "train.src.offsets", "train.trg.ids", "train.trg.offsets",
-    ]  # fmt: skip
+        "train.json",
+        "train.src.ids",
+        "train.src.offsets",
+        "train.trg.ids",
+        "train.trg.offsets",
+    ]
 
 
 def test_training_data_is_cut_to_the_training_limit(toy_corpus, toy_spm, tmp_path):
@@ -110,18 +115,17 @@ def test_training_draws_each_corpus_by_its_weight(toy_spm, two_corpora, tmp_path
     """corpus_weights reach the epoch: the second corpus three times (a loop test runs the weighted epoch's
     batches; here the count of pairs an epoch draws), and a weight per corpus is required."""
     caplog.set_level(logging.INFO, logger="nmt")
-    files = dict(
-        dev_src=two_corpora["en"][0], dev_ref=two_corpora["de"][0], src_spm=toy_spm["en"], trg_spm=toy_spm["de"]
-    )
+    text = (two_corpora["en"], two_corpora["de"])
+    files = TrainFiles(text, two_corpora["en"][0], two_corpora["de"][0], toy_spm["en"], toy_spm["de"], tmp_path / "m")
     config = TrainConfig(
         max_steps=2, valid_every=2, checkpoint_every=2, batch_tokens=200, threads=1, corpus_weights={"a": 1, "b": 3}
     )
-    summary = train(TINY, config, (two_corpora["en"], two_corpora["de"]), **files, model_dir=tmp_path / "m")
+    summary = train(TINY, config, files)
     assert summary["steps"] == 2
     assert "corpus weights: a 250 pairs x 1, b 350 pairs x 3: 1300 pairs per epoch" in caplog.text
     with pytest.raises(DataError) as excinfo:
         config = dataclasses.replace(config, corpus_weights={"a": 1})
-        train(TINY, config, tmp_path / "m/train", **files, model_dir=tmp_path / "m2")
+        train(TINY, config, dataclasses.replace(files, train_data=tmp_path / "m/train", model_dir=tmp_path / "m2"))
     assert_one_line(excinfo, tmp_path / "m/train.json", "no weight for ['b']")
 
 

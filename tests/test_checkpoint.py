@@ -71,21 +71,47 @@ def truncate(path):
 BAD_CHECKPOINTS = [
     ("missing", lambda path: None, MODEL_KEYS, "checkpoint not found"),
     ("folder", lambda path: path.mkdir(), MODEL_KEYS, "is a directory, not a checkpoint"),
-    ("truncated", lambda path: (save_checkpoint(path, {"spec": {}, "model": {"w": torch.ones(100)}}), truncate(path)),
-     MODEL_KEYS, "not a readable checkpoint ("),
+    (
+        "truncated",
+        lambda path: (save_checkpoint(path, {"spec": {}, "model": {"w": torch.ones(100)}}), truncate(path)),
+        MODEL_KEYS,
+        "not a readable checkpoint (",
+    ),
     ("text", lambda path: path.write_text("hello\n"), MODEL_KEYS, "not a readable checkpoint ("),
-    ("pickled object", lambda path: torch.save({"spec": {}, "model": NotATensor()}, path), MODEL_KEYS,
-     "not a readable checkpoint (UnpicklingError: "),
-    ("a tensor", lambda path: torch.save(torch.ones(2), path), MODEL_KEYS,
-     "not a checkpoint of this toolkit (it holds a Tensor)"),
+    (
+        "pickled object",
+        lambda path: torch.save({"spec": {}, "model": NotATensor()}, path),
+        MODEL_KEYS,
+        "not a readable checkpoint (UnpicklingError: ",
+    ),
+    (
+        "a tensor",
+        lambda path: torch.save(torch.ones(2), path),
+        MODEL_KEYS,
+        "not a checkpoint of this toolkit (it holds a Tensor)",
+    ),
     ("a list", lambda path: torch.save([1, 2], path), MODEL_KEYS, "not a checkpoint of this toolkit (it holds a list)"),
-    ("no spec", lambda path: torch.save({"model": {}}, path), MODEL_KEYS,
-     "not a checkpoint of this toolkit (it lacks spec)"),
-    ("model file to resume", lambda path: save_checkpoint(path, {"spec": {}, "model": {}}), TRAINING_KEYS,
-     "is a final model file, not a training checkpoint (no optimizer, progress, history, rng to resume from)"),
-    ("half a training checkpoint", lambda path: save_checkpoint(path, {"spec": {}, "optimizer": {}}), TRAINING_KEYS,
-     "not a checkpoint of this toolkit (it lacks model, progress, history, rng)"),
-]  # fmt: skip
+    (
+        "no spec",
+        lambda path: torch.save({"model": {}}, path),
+        MODEL_KEYS,
+        "not a checkpoint of this toolkit (it lacks spec)",
+    ),
+    (
+        "model file to resume",
+        lambda path: save_checkpoint(path, {"spec": {}, "model": {}}),
+        TRAINING_KEYS,
+        "is a final model file, not a training checkpoint (no optimizer, scaler, progress, history, train_log, rng, "
+        "window, identity to resume from)",
+    ),
+    (
+        "half a training checkpoint",
+        lambda path: save_checkpoint(path, {"spec": {}, "optimizer": {}}),
+        TRAINING_KEYS,
+        "not a checkpoint of this toolkit (it lacks model, scaler, progress, history, train_log, rng, window, "
+        "identity)",
+    ),
+]
 
 
 @pytest.mark.parametrize(

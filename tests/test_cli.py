@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 import sentencepiece as spm
 import torch
-from conftest import TOY_MODEL
+from conftest import TOY_MODEL, toy_files
 
-from nmt.__main__ import main
+from nmt.__main__ import build_parser, main, train_files
 from nmt.config import DecodeConfig
 from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
 from nmt.model_dir import load_model
+from nmt.training.files import TrainFiles
 
 LONG = " ".join(["dog"] * 20_000)  # about 40,000 subwords, far past max_positions (1024)
 
@@ -58,10 +59,10 @@ def other_vocabulary(model_dir: Path) -> None:
 
     text = model_dir / "other.txt"
     text.write_text("".join(f"w{i} x{i % 7} y{i % 13}\n" for i in range(300)))
+    ids = dict(pad_id=0, unk_id=1, bos_id=2, eos_id=3)
     spm.SentencePieceTrainer.train(
-        input=str(text), model_prefix=str(model_dir / "other"), vocab_size=25, pad_id=0, unk_id=1, bos_id=2,
-        eos_id=3, minloglevel=2,
-    )  # fmt: skip
+        input=str(text), model_prefix=str(model_dir / "other"), vocab_size=25, **ids, minloglevel=2
+    )
     os.replace(model_dir / "other.model", model_dir / "src.model")
 
 
@@ -78,13 +79,16 @@ MODELS = {
     "model.pt of another spec": lambda tmp, m: model_copy(tmp, m, lambda c: other_architecture(c / "model.pt")),
     "model.pt a directory": lambda tmp, m: model_copy(tmp, m, lambda c: replace_by_directory(c / "model.pt")),
     "one folder too high": lambda tmp, m: results_tree(tmp, m) / "en-de/transformer",
-}  # fmt: skip
+}
 
 
 def results_tree(tmp: Path, model_dir: Path) -> Path:
     """``tmp/results`` as the workflow writes it: two seeds of the Transformer and the reverse model."""
-    for folder in ("en-de/transformer/baseline/seed1/model", "en-de/transformer/baseline/seed2/model",
-                   "en-de/backtranslation/reverse"):  # fmt: skip
+    for folder in (
+        "en-de/transformer/baseline/seed1/model",
+        "en-de/transformer/baseline/seed2/model",
+        "en-de/backtranslation/reverse",
+    ):
         shutil.copytree(model_dir, tmp / "results" / folder, ignore=shutil.ignore_patterns("checkpoints"))
     return tmp / "results"
 
@@ -94,7 +98,7 @@ S = ["score", "--hyp", "{tmp}/hyp", "--ref", "{tmp}/ref"]
 
 # (id, argv, model variant, stdin, files, exit status, stderr line (regex; None: nothing logged at WARNING
 # or above), stdout: for translate the source lines whose translation each output line must equal, None
-# where any output will do; for score a regex)
+# where any output will do; for score a regex). fmt: skip keeps a case to two or three lines, as a table reads.
 CASES = [
     ("translate: a line not UTF-8", T, "trained", b"the dog runs\n\xff\xfe bad\nthe cat\n", {}, 0,
      r"WARNING .*stdin line 2: not UTF-8 \(invalid start byte\), bad bytes replaced by U\+FFFD",
@@ -218,8 +222,13 @@ def nmt_command(*args: str) -> list[str]:
 
 def test_closed_stdin(trained_model):
     model_dir, _ = trained_model
-    out = subprocess.run(nmt_command("translate", "--model", str(model_dir)), stdin=subprocess.DEVNULL,
-                         capture_output=True, text=True, preexec_fn=lambda: os.close(0))  # fmt: skip
+    out = subprocess.run(
+        nmt_command("translate", "--model", str(model_dir)),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.close(0),
+    )
     assert out.returncode == 1
     check_stderr(out.stderr, r"^error: stdin is closed: pipe the source text in", 1)
 
@@ -228,8 +237,12 @@ def test_closed_output_pipe_ends_quietly(trained_model, toy_corpus):
     """``python -m nmt translate ... | head -1``: the reader is gone before the output is written."""
     model_dir, _ = trained_model
     with open(toy_corpus["test.en"], "rb") as src:
-        p = subprocess.Popen(nmt_command("translate", "--model", str(model_dir), "--method", "greedy"), stdin=src,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        p = subprocess.Popen(
+            nmt_command("translate", "--model", str(model_dir), "--method", "greedy"),
+            stdin=src,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         p.stdout.close()
         stderr = p.stderr.read().decode()
         assert p.wait() == 141, stderr
@@ -238,13 +251,19 @@ def test_closed_output_pipe_ends_quietly(trained_model, toy_corpus):
 
 # (id, what checkpoints/last.pt is, stderr line)
 RESUME_CASES = [
-    ("the final model.pt", lambda m: shutil.copyfile(m / "model.pt", m / "checkpoints/last.pt"),
-     r"error: {last}: is a final model file, not a training checkpoint \(no optimizer, progress, history, rng to "
-     r"resume from\)"),
+    (
+        "the final model.pt",
+        lambda m: shutil.copyfile(m / "model.pt", m / "checkpoints/last.pt"),
+        r"error: {last}: is a final model file, not a training checkpoint \(no optimizer, scaler, progress, history, "
+        r"train_log, rng, window, identity to resume from\)",
+    ),
     ("truncated", lambda m: truncate(m / "checkpoints/last.pt"), r"error: {last}: not a readable checkpoint"),
-    ("a list", lambda m: torch.save([1, 2], m / "checkpoints/last.pt"),
-     r"error: {last}: not a checkpoint of this toolkit \(it holds a list\)"),
-]  # fmt: skip
+    (
+        "a list",
+        lambda m: torch.save([1, 2], m / "checkpoints/last.pt"),
+        r"error: {last}: not a checkpoint of this toolkit \(it holds a list\)",
+    ),
+]
 
 
 @pytest.mark.parametrize("case", RESUME_CASES, ids=[c[0] for c in RESUME_CASES])
@@ -256,14 +275,18 @@ def test_bad_resume_checkpoint(case, trained_model, toy_corpus, toy_spm, tmp_pat
     shutil.copytree(trained_model[0], model_dir)
     (model_dir / "checkpoints/last.prev.pt").unlink()  # the one before it resumes instead (test_training.py)
     change(model_dir)
-    files = {"train-src": toy_corpus["train.en"], "train-trg": toy_corpus["train.de"], "dev-src": toy_corpus["dev.en"],
-             "dev-ref": toy_corpus["dev.de"], "src-spm": toy_spm["en"], "trg-spm": toy_spm["de"],
-             "model-dir": model_dir}  # fmt: skip
-    argv = ["train", "--model-options", json.dumps(TOY_MODEL)]
-    argv += [arg for name, path in files.items() for arg in (f"--{name}", str(path))]
+    argv = ["train", "--model-options", json.dumps(TOY_MODEL), *toy_files(toy_corpus, toy_spm, model_dir).options()]
     status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
     assert status == 1
     check_stderr(stderr, pattern.format(last=re.escape(str(model_dir / "checkpoints/last.pt"))), 1)
+
+
+@pytest.mark.parametrize("train_data", ["data/train", (["a.en", "b.en"], ["a.de", "b.de"])], ids=["binarized", "text"])
+def test_train_files_pass_through_the_command_line(train_data):
+    """The options the launcher writes for the processes under torchrun are the files ``train`` reads back."""
+    files = TrainFiles(train_data, "dev.en", "dev.de", "en.model", "de.model", "model")
+    args = build_parser().parse_args(["train", "--model-options", "{}", *files.options()])
+    assert train_files(args) == files
 
 
 def test_train_options_not_json(capsys, monkeypatch):
@@ -296,8 +319,8 @@ def test_a_sentencepiece_model_with_other_special_ids_names_the_remedy(toy_corpu
         input=str(toy_corpus["train.en"]), model_prefix=str(tmp_path / "plain"), vocab_size=30, minloglevel=2
     )
     model = str(tmp_path / "plain.model")
-    argv = ["binarize", "--src", str(toy_corpus["train.en"]), "--trg", str(toy_corpus["train.de"]),
-            "--src-spm", model, "--trg-spm", model, "--out", str(tmp_path / "train")]  # fmt: skip
+    text = ["--src", str(toy_corpus["train.en"]), "--trg", str(toy_corpus["train.de"])]
+    argv = ["binarize", *text, "--src-spm", model, "--trg-spm", model, "--out", str(tmp_path / "train")]
     status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
     assert status == 1
     remedy = r"learn the model with `nmt subword` \(or sentencepiece with pad_id=0 unk_id=1 bos_id=2 eos_id=3\)$"
@@ -374,15 +397,19 @@ def test_an_export_is_a_model_of_the_ctranslate2_runtime(trained_model, tmp_path
     assert ct2_out == torch_out and len(ct2_out.splitlines()) == 3
     status, _, stderr = run_main(["translate", "--model", str(export)], src, capsys, monkeypatch)
     assert status == 1
-    check_stderr(stderr, rf"^error: {re.escape(str(export))}: a CTranslate2 export \(model\.bin\), not a model "
-                 r"directory \(model\.pt\): translate with it with --runtime ctranslate2$", 1)  # fmt: skip
+    check_stderr(
+        stderr,
+        rf"^error: {re.escape(str(export))}: a CTranslate2 export \(model\.bin\), not a model "
+        r"directory \(model\.pt\): translate with it with --runtime ctranslate2$",
+        1,
+    )
 
 
 def test_input_and_output_files(trained_model, tmp_path, capsys, monkeypatch):
     model_dir, _ = trained_model
     (tmp_path / "in.en").write_text("".join(s + "\n" for s in SRC))
-    argv = ["translate", "--model", str(model_dir), "--input", str(tmp_path / "in.en"), "--output",
-            str(tmp_path / "out/hyp.de"), "--beam-size", "2"]  # fmt: skip
+    files = ["--input", str(tmp_path / "in.en"), "--output", str(tmp_path / "out/hyp.de")]
+    argv = ["translate", "--model", str(model_dir), *files, "--beam-size", "2"]
     status, stdout, stderr = run_main(argv, b"not this\n", capsys, monkeypatch)
     assert status == 0 and stdout == "", stderr
     assert (tmp_path / "out/hyp.de").read_text().splitlines() == one_by_one(model_dir, SRC, beam_size=2)
@@ -416,8 +443,12 @@ def test_streaming_through_a_pipe(trained_model):
     """Each line is answered before the next is sent, as an interactive user or a pipeline needs."""
     model_dir, _ = trained_model
     expected = one_by_one(model_dir, SRC, method="greedy")
-    p = subprocess.Popen(nmt_command("translate", "--model", str(model_dir), "--method", "greedy", "--window", "1"),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    p = subprocess.Popen(
+        nmt_command("translate", "--model", str(model_dir), "--method", "greedy", "--window", "1"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         for src, hyp in zip(SRC, expected, strict=True):
             p.stdin.write((src + "\n").encode())

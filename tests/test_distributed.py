@@ -1,5 +1,6 @@
 """Data-parallel training with torchrun on CPU (gloo): 2 processes with half of each batch equal 1 process."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
-from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config, write_lines
+from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config, toy_files, write_lines
 
 import nmt.training.loop as loop
 import nmt.training.validation as validation
@@ -31,20 +32,9 @@ from nmt.training.distributed import (
     torchrun_command,
 )
 from nmt.training.loop import train
+from nmt.training.trainer import start_training
 
 NO_DROPOUT = {**TOY_MODEL, "dropout": 0.0}  # dropout masks differ per process; the rest must not
-
-
-def files(toy_corpus, toy_spm, model_dir) -> dict[str, str]:
-    return {
-        "train_src": str(toy_corpus["train.en"]),
-        "train_trg": str(toy_corpus["train.de"]),
-        "dev_src": str(toy_corpus["dev.en"]),
-        "dev_ref": str(toy_corpus["dev.de"]),
-        "src_spm": str(toy_spm["en"]),
-        "trg_spm": str(toy_spm["de"]),
-        "model_dir": str(model_dir),
-    }
 
 
 def without_key_bias(name: str, tensor: torch.Tensor) -> slice | torch.Tensor:
@@ -88,8 +78,13 @@ def test_torchrun_command_runs_the_nmt_cli():
     assert "--standalone" not in command and command[-3:] == ["-m", "nmt", "train"]
     assert {"--nnodes=2", "--rdzv-backend=c10d", "--rdzv-endpoint=node1:29417", "--rdzv-id=17"} < set(command)
     assert srun_command(2, command)[:6] == [
-        "srun", "--overlap", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
-    ]  # fmt: skip
+        "srun",
+        "--overlap",
+        "--nodes=2",
+        "--ntasks=2",
+        "--ntasks-per-node=1",
+        "--kill-on-bad-exit=1",
+    ]
 
 
 def test_slurm_rendezvous_is_the_first_host_of_the_allocation(monkeypatch):
@@ -130,10 +125,10 @@ def test_two_processes_on_two_corpora_equal_one(toy_corpus, toy_spm, tmp_path):
         corpora[lang] = [
             write_lines(tmp_path / f"{name}.{lang}", part) for name, part in (("a", lines[:200]), ("b", lines[200:]))
         ]
-    paths = files(toy_corpus, toy_spm, tmp_path / "one")
-    del paths["train_src"], paths["train_trg"]
-    train(NO_DROPOUT, tiny_train_config(**overrides), (corpora["en"], corpora["de"]), **paths)
-    two = {**paths, "train_src": corpora["en"], "train_trg": corpora["de"], "model_dir": str(tmp_path / "two")}
+    one = toy_files(toy_corpus, toy_spm, tmp_path / "one")
+    one = dataclasses.replace(one, train_data=(corpora["en"], corpora["de"]))
+    train(NO_DROPOUT, tiny_train_config(**overrides), one)
+    two = dataclasses.replace(one, model_dir=tmp_path / "two")
     launch_training(2, NO_DROPOUT, tiny_train_config(**overrides), two, tmp_path / "two.log")
     a, b = load_checkpoint(tmp_path / "one/checkpoints/last.pt"), load_checkpoint(tmp_path / "two/checkpoints/last.pt")
     assert b["progress"]["step"] == 12 and len(b["rng"]) == 2
@@ -153,24 +148,27 @@ def test_two_nodes_equal_one_process(toy_corpus, toy_spm, tmp_path):
     overrides = dict(max_steps=12, accum_steps=2, valid_every=6, checkpoint_every=6, log_every=3, threads=1)
     prefix = tmp_path / "data/train"
     binarize(toy_corpus["train.en"], toy_corpus["train.de"], toy_spm["en"], toy_spm["de"], prefix, max_length=128)
-    paths = files(toy_corpus, toy_spm, tmp_path / "one")
-    del paths["train_src"], paths["train_trg"]
-    train(NO_DROPOUT, tiny_train_config(**overrides), str(prefix), **paths)
-    two = {**paths, "train_data": str(prefix), "model_dir": str(tmp_path / "two")}
+    one = dataclasses.replace(toy_files(toy_corpus, toy_spm, tmp_path / "one"), train_data=str(prefix))
+    train(NO_DROPOUT, tiny_train_config(**overrides), one)
+    two = dataclasses.replace(one, model_dir=str(tmp_path / "two"))
     rendezvous = Rendezvous(2, f"127.0.0.1:{free_port()}", "test")
     code = (
         "import json, sys; from conftest import tiny_train_config; from nmt.training.distributed import Rendezvous, "
-        "launch_training; from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
+        "launch_training; from nmt.training.files import TrainFiles; from nmt.entry import entry_point; "
+        "a = json.loads(sys.argv[1])\n"
         "with entry_point(a['log']):\n"
-        "    launch_training(1, a['model'], tiny_train_config(**a['overrides']), a['files'], a['log'], 2, "
-        "Rendezvous(**a['rendezvous']))"
+        "    launch_training(1, a['model'], tiny_train_config(**a['overrides']), TrainFiles(**a['files']), a['log'], "
+        "2, Rendezvous(**a['rendezvous']))"
     )
-    args = {"model": NO_DROPOUT, "overrides": overrides, "files": two, "rendezvous": rendezvous.__dict__}
+    args = {"model": NO_DROPOUT, "overrides": overrides, "files": dataclasses.asdict(two)}
+    args["rendezvous"] = rendezvous.__dict__
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), os.environ.get("PYTHONPATH", "")])}
     node2 = subprocess.Popen(
         [sys.executable, "-c", code, json.dumps({**args, "log": str(tmp_path / "node2.log")})],
-        stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         launch_training(1, NO_DROPOUT, tiny_train_config(**overrides), two, tmp_path / "node1.log", 2, rendezvous)
     finally:
@@ -192,7 +190,7 @@ def test_two_processes_equal_one(toy_corpus, toy_spm, tmp_path, model):
     one, two = tmp_path / "one", tmp_path / "two"
     run_training(toy_corpus, toy_spm, one, model=model, **overrides)
     log = tmp_path / "two.log"
-    launch_training(2, model, tiny_train_config(**overrides), files(toy_corpus, toy_spm, two), log)
+    launch_training(2, model, tiny_train_config(**overrides), toy_files(toy_corpus, toy_spm, two), log)
     a, b = load_checkpoint(one / "checkpoints/last.pt"), load_checkpoint(two / "checkpoints/last.pt")
     assert a["progress"]["step"] == b["progress"]["step"] == 12
     assert len(b["rng"]) == 2  # the random state of each process, for an exact resume
@@ -219,15 +217,12 @@ def test_rank_0_validates_on_batches_of_one_process_share(toy_corpus, toy_spm, t
         return token_batches(src_lengths, trg_lengths, batch_tokens, **kwargs)
 
     monkeypatch.setattr(validation, "token_batches", recorded)
-    paths = files(toy_corpus, toy_spm, tmp_path)
+    files = toy_files(toy_corpus, toy_spm, tmp_path)
     config = tiny_train_config(batch_tokens=400, average_last=1)
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         world = World(rank=0, size=2, group=dist.group.WORLD)
-        trainer, state = loop._start(
-            NO_DROPOUT, config, ([paths["train_src"]], [paths["train_trg"]]), paths["dev_src"], paths["dev_ref"],
-            paths["src_spm"], paths["trg_spm"], tmp_path, torch.device("cpu"), world,
-        )  # fmt: skip
+        trainer, state = start_training(NO_DROPOUT, config, files, torch.device("cpu"), world)
         loop.validate_and_keep_best(trainer, state)
         loop.keep_snapshot(trainer, state)
         loop.average_last(trainer, state)
@@ -241,18 +236,17 @@ def test_resume_with_two_processes_continues_a_one_process_run(toy_corpus, toy_s
     model_dir = tmp_path / "m"
     # It ends at a regular validation: a longer run of the same training continues it (docs/cli.md).
     run_training(toy_corpus, toy_spm, model_dir, model=NO_DROPOUT, max_steps=4, valid_every=4, threads=2)
-    launch_training(
-        2, NO_DROPOUT, tiny_train_config(max_steps=8, valid_every=4), files(toy_corpus, toy_spm, model_dir),
-        tmp_path / "log",
-    )  # fmt: skip
+    files = toy_files(toy_corpus, toy_spm, model_dir)
+    launch_training(2, NO_DROPOUT, tiny_train_config(max_steps=8, valid_every=4), files, tmp_path / "log")
     assert load_checkpoint(model_dir / "checkpoints/last.pt")["progress"]["step"] == 8
     assert "resumed from" in (tmp_path / "log").read_text()
 
 
 def test_a_failing_process_is_one_line(toy_corpus, toy_spm, tmp_path):
-    paths = {**files(toy_corpus, toy_spm, tmp_path / "m"), "train_src": str(tmp_path / "missing.en")}
+    files = toy_files(toy_corpus, toy_spm, tmp_path / "m")
+    files = dataclasses.replace(files, train_data=([tmp_path / "missing.en"], files.train_data[1]))
     with pytest.raises(TrainingError) as excinfo:
-        launch_training(2, NO_DROPOUT, tiny_train_config(), paths, tmp_path / "log")
+        launch_training(2, NO_DROPOUT, tiny_train_config(), files, tmp_path / "log")
     assert_one_line(excinfo, "training with 2 processes failed", tmp_path / "missing.en", "file not found")
 
 
@@ -262,13 +256,14 @@ def test_sigterm_stops_all_processes_with_a_checkpoint(toy_corpus, toy_spm, tmp_
     log = tmp_path / "log"
     code = (
         "import json, sys; from conftest import tiny_train_config; "
-        "from nmt.training.distributed import launch_training; "
+        "from nmt.training.distributed import launch_training; from nmt.training.files import TrainFiles; "
         "from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
         "with entry_point(a['log']):\n"
         "    launch_training(2, a['model'], tiny_train_config(max_steps=100000, valid_every=100000, "
-        "checkpoint_every=100000, log_every=5), a['files'], a['log'])"
+        "checkpoint_every=100000, log_every=5), TrainFiles(**a['files']), a['log'])"
     )
-    args = json.dumps({"model": NO_DROPOUT, "files": files(toy_corpus, toy_spm, tmp_path / "m"), "log": str(log)})
+    files = dataclasses.asdict(toy_files(toy_corpus, toy_spm, tmp_path / "m"))
+    args = json.dumps({"model": NO_DROPOUT, "files": files, "log": str(log)})
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests")}
     proc = subprocess.Popen([sys.executable, "-c", code, args], stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 180
@@ -306,15 +301,15 @@ def test_a_killed_rank_is_one_line_and_the_rerun_ends_as_an_uninterrupted_run(to
     where an uninterrupted run ends."""
     code = (
         "import json, sys; from conftest import tiny_train_config; "
-        "from nmt.training.distributed import launch_training; "
+        "from nmt.training.distributed import launch_training; from nmt.training.files import TrainFiles; "
         "from nmt.entry import entry_point; a = json.loads(sys.argv[1])\n"
         "with entry_point(a['log']):\n"
-        "    launch_training(2, a['model'], tiny_train_config(**a['config']), a['files'], a['log'])"
+        "    launch_training(2, a['model'], tiny_train_config(**a['config']), TrainFiles(**a['files']), a['log'])"
     )
     overrides = {"max_steps": 60, "valid_every": 1000, "checkpoint_every": 10, "log_every": 5}
     killed, log = tmp_path / "killed", tmp_path / "log"
-    args = json.dumps({"model": NO_DROPOUT, "files": files(toy_corpus, toy_spm, killed), "log": str(log),
-                       "config": overrides})  # fmt: skip
+    files = dataclasses.asdict(toy_files(toy_corpus, toy_spm, killed))
+    args = json.dumps({"model": NO_DROPOUT, "files": files, "log": str(log), "config": overrides})
     env = {**os.environ, "PYTHONPATH": str(REPO / "tests"), "NMT_TEST_MARKER": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-c", code, args], stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 180
@@ -328,9 +323,9 @@ def test_a_killed_rank_is_one_line_and_the_rerun_ends_as_an_uninterrupted_run(to
     assert lines[0].startswith("error: training with 2 processes failed") and "rank 1 was killed (Signal 9" in err, err
     assert "SIGKILL" in err and "run the same command again to resume" in err
     config = tiny_train_config(**overrides)
-    launch_training(2, NO_DROPOUT, config, files(toy_corpus, toy_spm, killed), log)
+    launch_training(2, NO_DROPOUT, config, toy_files(toy_corpus, toy_spm, killed), log)
     straight = tmp_path / "straight"
-    launch_training(2, NO_DROPOUT, config, files(toy_corpus, toy_spm, straight), tmp_path / "straight.log")
+    launch_training(2, NO_DROPOUT, config, toy_files(toy_corpus, toy_spm, straight), tmp_path / "straight.log")
     a, b = (load_checkpoint(d / "checkpoints/last.pt") for d in (straight, killed))
     assert a["progress"]["step"] == b["progress"]["step"] == 60
     for name, tensor in a["model"].items():

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import MIRROR, REPO
 
-from nmt.__main__ import TRAIN_FILES
 from nmt.atomic import hash_file
 from nmt.data.download import mirror_path
+from nmt.training.files import TrainFiles
 
 TINY = REPO / "tests" / "integration"
 
@@ -100,12 +100,14 @@ def test_rules_env_deploys_and_runs_this_checkout(tmp_path):
 def test_torchrun_processes_import_the_same_nmt(tmp_path):
     # As in a rule script of a conda env: nmt is on sys.path, not installed; the torchrun processes must find it too.
     python = make_rules_env(tmp_path)
-    files = {name: str(tmp_path / f"missing.{name}") for name in TRAIN_FILES}
-    files |= {"train_src": [str(tmp_path / "missing.en")], "train_trg": [str(tmp_path / "missing.de")]}
+    missing = {name: str(tmp_path / f"missing.{name}") for name in ("dev_src", "dev_ref", "src_spm", "trg_spm")}
+    text = ([str(tmp_path / "missing.en")], [str(tmp_path / "missing.de")])
+    files = TrainFiles(train_data=text, **missing, model_dir=str(tmp_path / "model"))
     code = (
         f"import sys; sys.path.append({str(REPO)!r})\n"
         "from nmt.config import TrainConfig\n"
         "from nmt.training.distributed import launch_training\n"
+        "from nmt.training.files import TrainFiles\n"
         f"launch_training(1, {{'arch': 'transformer'}}, TrainConfig(), {files!r}, {str(tmp_path / 'log')!r})\n"
     )
     env = env_without_pythonpath(python)

@@ -136,8 +136,11 @@ def test_commands_that_need_no_model_import_no_torch(command, tmp_path):
         (tmp_path / name).write_text("a small house\n", encoding="utf-8")
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "nmt", *command],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     assert "torch" not in imported, "imports torch"

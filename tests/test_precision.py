@@ -80,7 +80,7 @@ def test_overflowed_updates_are_not_counted_and_resume_exactly(toy_corpus, toy_s
     float32's range and grows again after 2 good updates, and the loss is 1024 times larger (Adam hardly
     notices: it divides the gradients by their root mean square).
     """
-    monkeypatch.setattr("nmt.training.loop.grad_scaler", overflowing_scaler)
+    monkeypatch.setattr("nmt.training.trainer.grad_scaler", overflowing_scaler)
     batch_loss = loop.batch_loss
     monkeypatch.setattr(loop, "batch_loss", lambda trainer, batch: batch_loss(trainer, batch) * 1024.0)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
@@ -110,7 +110,7 @@ def float16_scaler(device: torch.device, bf16: str = "auto") -> torch.amp.GradSc
 def test_float16_training_on_a_gpu_counts_real_updates_and_saves_the_scaler(toy_corpus, toy_spm, tmp_path, monkeypatch):
     """Real float16 autocast (also on a GPU with bfloat16), a scaler that overflows from time to time."""
     monkeypatch.setattr(nmt.device, "mixed_precision", lambda device, bf16="auto": torch.float16)
-    monkeypatch.setattr(loop, "grad_scaler", float16_scaler)
+    monkeypatch.setattr("nmt.training.trainer.grad_scaler", float16_scaler)
     summary = run_training(toy_corpus, toy_spm, tmp_path, max_steps=30, valid_every=30, device="cuda")
     ckpt = load_checkpoint(tmp_path / "checkpoints/last.pt", keys=TRAINING_KEYS)
     assert {int(p["step"]) for p in ckpt["optimizer"]["state"].values()} == {summary["steps"]} == {30}

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 import torch
-from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config
+from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_config, toy_files
 
 import nmt.training.loop as loop
 from nmt.atomic import hash_file, read_lines
@@ -123,8 +123,12 @@ def test_checkpoints_load_weights_only(trained_model):
 
 # Gehring et al. (2017): Nesterov SGD, lr 0.25, momentum 0.99, clipping at 0.1, annealing on a plateau.
 NESTEROV = {
-    "optimizer": "nesterov", "lr": 0.25, "clip_norm": 0.1, "lr_schedule": "anneal_on_plateau", "warmup_steps": 0
-}  # fmt: skip
+    "optimizer": "nesterov",
+    "lr": 0.25,
+    "clip_norm": 0.1,
+    "lr_schedule": "anneal_on_plateau",
+    "warmup_steps": 0,
+}
 
 
 @pytest.mark.parametrize(
@@ -164,10 +168,8 @@ def test_model_is_the_average_of_the_last_checkpoints(toy_corpus, toy_spm, tmp_p
     (dev BLEU 8.7 against 5.8; with seed 1 it loses, 5.4 against 7.1); of steps 40, 50 and 60 of the inverse square
     root it loses (4.9 against 6.0)."""
     caplog.set_level(logging.INFO, logger="nmt")
-    summary = run_training(
-        toy_corpus, toy_spm, tmp_path, max_steps=60, valid_every=30, average_last=3, lr_schedule="linear",
-        checkpoint_every=5, seed=3,
-    )  # fmt: skip
+    options = dict(max_steps=60, valid_every=30, average_last=3, lr_schedule="linear", checkpoint_every=5, seed=3)
+    summary = run_training(toy_corpus, toy_spm, tmp_path, **options)
     kept = list_snapshots(tmp_path / "checkpoints")
     assert list(kept) == [50, 55, 60]
     states = [load_checkpoint(path)["model"] for path in kept.values()]
@@ -258,7 +260,7 @@ def test_nesterov_sgd_learns_the_toy_task(toy_corpus, toy_spm, tmp_path):
 @pytest.mark.parametrize("schedule", ["linear", "cosine"])
 def test_decay_schedules_warm_up_to_lr_and_reach_zero_where_the_budget_ends(schedule):
     """Warmup to lr itself, then decay over the rest of the budget to zero at max_steps, or at max_minutes of
-    training time if that comes first (issue 55: the decay ran during the warmup, so the peak was lr * 0.91)."""
+    training time if that comes first (a decay that also ran during the warmup would peak below lr)."""
     config = TrainConfig(lr=1e-3, lr_schedule=schedule, warmup_steps=10, max_steps=100)
     rates = [get_lr({"step": step, "train_seconds": 0.0}, config) for step in range(101)]  # of update step + 1
     assert rates[0] == pytest.approx(1e-4)  # warmup: a tenth of the peak
@@ -277,8 +279,8 @@ def test_decay_schedules_warm_up_to_lr_and_reach_zero_where_the_budget_ends(sche
 
 
 def test_a_warmup_as_long_as_the_budget_is_warned_of(caplog):
-    """Issue 55: a tiny config, or nmt train with only max_steps, kept the default warmup of 1000 updates and
-    trained at a fraction of lr without a word."""
+    """A budget within the warmup (a tiny config, or nmt train with only max_steps and the default warmup of 1000
+    updates) trains at a fraction of lr: a warning says so."""
     with caplog.at_level(logging.WARNING, logger="nmt.training.optimizer"):
         warn_about_schedule(TrainConfig(lr=1e-3, max_steps=999, warmup_steps=100))
         warn_about_schedule(TrainConfig(lr=1e-3, max_steps=1, warmup_steps=0))
@@ -293,10 +295,8 @@ def test_a_warmup_as_long_as_the_budget_is_warned_of(caplog):
 
 
 def test_a_time_budget_stops_training_and_ends_the_schedule(toy_corpus, toy_spm, tmp_path):
-    summary = run_training(
-        toy_corpus, toy_spm, tmp_path, max_steps=100000, max_minutes=0.05, lr_schedule="linear", warmup_steps=0,
-        valid_every=10**6, log_every=1,
-    )  # fmt: skip
+    budget = dict(max_steps=100000, max_minutes=0.05, lr_schedule="linear", warmup_steps=0)
+    summary = run_training(toy_corpus, toy_spm, tmp_path, **budget, valid_every=10**6, log_every=1)
     assert 1 < summary["steps"] < 100000 and 3.0 <= summary["train_seconds"] < 3.0 + 5
     lrs = [float(line.split("\t")[3]) for line in (tmp_path / "train.tsv").read_text().splitlines()[1:]]
     assert lrs == sorted(lrs, reverse=True) and lrs[-1] < lrs[0]  # decaying with the time spent
@@ -323,10 +323,8 @@ def test_anneal_on_plateau_divides_the_rate_and_stops_below_min_lr():
 def test_training_stops_when_annealing_reaches_min_lr(toy_corpus, toy_spm, tmp_path):
     """A rate too small to change any float32 weight keeps the dev perplexity flat: the second validation
     anneals the rate below min_lr and training stops there, long before max_steps."""
-    summary = run_training(
-        toy_corpus, toy_spm, tmp_path, max_steps=1000, valid_every=5, log_every=5,
-        lr=1e-12, lr_schedule="anneal_on_plateau", warmup_steps=0, min_lr=5e-13,
-    )  # fmt: skip
+    schedule = dict(lr=1e-12, lr_schedule="anneal_on_plateau", warmup_steps=0, min_lr=5e-13)
+    summary = run_training(toy_corpus, toy_spm, tmp_path, max_steps=1000, valid_every=5, log_every=5, **schedule)
     assert summary["steps"] == 10
     ckpt = load_checkpoint(tmp_path / "checkpoints/last.pt")
     assert ckpt["progress"]["lr_scale"] == pytest.approx(0.1)
@@ -460,7 +458,7 @@ def test_sigterm_saves_a_checkpoint_and_says_so(toy_corpus, toy_spm, tmp_path):
 
 def test_a_checkpoint_of_another_model_is_set_aside(toy_corpus, toy_spm, tmp_path, caplog):
     """Another architecture in the same directory trains from scratch, with one line naming the setting that
-    differs (before, the run stopped with the same settings printed twice, not the one that differs)."""
+    differs."""
     run_training(toy_corpus, toy_spm, tmp_path, max_steps=20, valid_every=1000)
     caplog.set_level(logging.INFO, logger="nmt")
     run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=20, valid_every=20)
@@ -472,7 +470,7 @@ def test_a_checkpoint_of_another_model_is_set_aside(toy_corpus, toy_spm, tmp_pat
 DAMAGES = {
     "truncated": lambda path: path.write_bytes(path.read_bytes()[:1000]),
     "of another model": lambda p: save_checkpoint(p, {**load_checkpoint(p), "spec": {"arch": "rnn", "config": 1}}),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
@@ -499,12 +497,8 @@ def test_a_damaged_last_checkpoint_resumes_from_the_one_before(damage, toy_corpu
 
 def train_with_meta(toy_corpus, toy_spm, model_dir, spm=None, model=TOY_MODEL, **overrides):
     """:func:`run_training` with the languages and normalization recorded, as the workflow trains."""
-    spm = spm or toy_spm
-    return train(
-        model, tiny_train_config(**overrides), ([toy_corpus["train.en"]], [toy_corpus["train.de"]]),
-        toy_corpus["dev.en"], toy_corpus["dev.de"], spm["en"], spm["de"], model_dir,
-        meta=ModelMeta("en", "de", normalize_punctuation=True),
-    )  # fmt: skip
+    files = toy_files(toy_corpus, spm or toy_spm, model_dir)
+    return train(model, tiny_train_config(**overrides), files, meta=ModelMeta("en", "de", normalize_punctuation=True))
 
 
 def test_fine_tuning_starts_from_the_trained_model(trained_model, toy_corpus, toy_spm, tmp_path):
@@ -523,9 +517,12 @@ def test_fine_tuning_starts_from_the_trained_model(trained_model, toy_corpus, to
     meta = json.loads((tmp_path / "tuned" / "meta.json").read_text())
     assert meta["src_lang"] == "en" and meta["trg_lang"] == "de"
     assert meta["source_normalization"] == {
-        "lang": "en", "unicode": "NFC", "moses_punctuation": True, "control_characters": "removed",
+        "lang": "en",
+        "unicode": "NFC",
+        "moses_punctuation": True,
+        "control_characters": "removed",
         "whitespace": "collapsed",
-    }  # fmt: skip
+    }
     assert meta["bt_tag"] == {"tag": "<BT>", "tagged_training_sources": False, "tag_inputs": False}
     assert meta["subword"]["src.model"]["sha256"] == hash_file(toy_spm["en"])
 
@@ -548,7 +545,7 @@ def test_fine_tuning_refuses_other_vocabularies_and_architectures(trained_model,
 
 def test_accumulation_trains_on_the_batches_left_at_the_end_of_an_epoch(toy_corpus, toy_spm, tmp_path):
     """With accum_steps batches an update, an epoch of a number of batches that is no multiple of it ends with a
-    smaller update on the batches left (before, they were dropped without a word: floor(batches / accum_steps))."""
+    smaller update on the batches left, none dropped."""
     one = run_training(toy_corpus, toy_spm, tmp_path / "one", max_steps=10000, max_epochs=1, valid_every=1000)
     batches = one["steps"]
     accum = next(a for a in (2, 3, 4, 5) if batches % a)

@@ -1,10 +1,11 @@
 """Validation during training: the dev loss, and the dev set translated and scored."""
 
+import dataclasses
 import logging
 import math
 
 import pytest
-from conftest import TOY_MODEL, tiny_model, tiny_train_config, write_lines
+from conftest import TOY_MODEL, tiny_model, tiny_train_config, toy_files, write_lines
 
 from nmt.atomic import read_lines
 from nmt.data.subword import load_subword
@@ -31,14 +32,13 @@ def long_dev(toy_corpus, tmp_path) -> tuple:
 def test_a_dev_pair_longer_than_the_model_takes_is_left_out_of_the_dev_loss(
     toy_corpus, toy_spm, long_dev, tmp_path, caplog
 ):
-    """Issue 55: such a pair ended training in an error at the first validation (``sequence of length 73 exceeds
-    max_positions 24``). It is left out of the loss, with one warning however often the run validates, and its
-    source is still translated (cut to the model's positions) for BLEU."""
+    """Such a pair, which the model cannot read whole, is left out of the loss, with one warning however often the
+    run validates, and its source is still translated (cut to the model's positions) for BLEU."""
     caplog.set_level(logging.WARNING, logger="nmt")
     dev_src, dev_ref = long_dev
     config = tiny_train_config(max_steps=4, valid_every=2, max_length=24, checkpoint_every=4)
-    train_data = ([toy_corpus["train.en"]], [toy_corpus["train.de"]])
-    summary = train(SHORT_MODEL, config, train_data, dev_src, dev_ref, toy_spm["en"], toy_spm["de"], tmp_path / "model")
+    files = dataclasses.replace(toy_files(toy_corpus, toy_spm, tmp_path / "model"), dev_src=dev_src, dev_ref=dev_ref)
+    summary = train(SHORT_MODEL, config, files)
     assert len((tmp_path / "model" / "valid.tsv").read_text().splitlines()) == 1 + 2  # steps 2 and 4
     assert math.isfinite(summary["valid"]["loss"]) and summary["valid"]["step"] in (2, 4)
     warnings = [r.getMessage() for r in caplog.records if r.name == "nmt.training.validation"]

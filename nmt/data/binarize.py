@@ -35,7 +35,7 @@ from nmt.vocab import EOS
 
 log = logging.getLogger(__name__)
 
-FORMAT = 2  # 2: the sha256 of the token ids
+FORMAT = 2  # of the files and the header; data of another format is binarized again
 SIDES = ("src", "trg")
 CHUNK_LINES = 32768  # pairs encoded at a time: a few MB of Python lists, whatever the corpus size
 
@@ -140,9 +140,13 @@ def binarize(
         if pairs == 0:
             raise DataError(f"{src_paths[0]}: no sentence pairs left to train on ({dropped} longer than {max_length})")
     header = {
-        "format": FORMAT, "pairs": pairs, "max_length": max_length, "dropped_by_length": dropped,
-        "file_pairs": file_pairs, "sha256": digest.hexdigest(),
-    }  # fmt: skip
+        "format": FORMAT,
+        "pairs": pairs,
+        "max_length": max_length,
+        "dropped_by_length": dropped,
+        "file_pairs": file_pairs,
+        "sha256": digest.hexdigest(),
+    }
     for side, spm_path, text_paths in (("src", src_spm, src_paths), ("trg", trg_spm, trg_paths)):
         header[side] = {
             "dtype": dtypes[side].name,

@@ -9,7 +9,6 @@ from nmt.errors import ConfigError
 
 TRAIN_HEADER = "step\tepoch\tloss\tlr\ttokens_per_second\n"
 VALID_HEADER = "step\tloss\tppl\tbleu\tchrf\tseconds\n"  # seconds: training time so far (validation not counted)
-NAN = float("nan")  # a value a row of an older run lacks (chrF before it was scored, seconds before they were)
 
 
 def train_row(h: dict[str, Any]) -> str:
@@ -17,8 +16,8 @@ def train_row(h: dict[str, Any]) -> str:
 
 
 def valid_row(h: dict[str, Any]) -> str:
-    scores = f"{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\t{h.get('chrf', NAN):.2f}"
-    return f"{h['step']}\t{scores}\t{h.get('seconds', NAN):.1f}\n"
+    scores = f"{h['loss']:.4f}\t{h['ppl']:.2f}\t{h['bleu']:.2f}\t{h['chrf']:.2f}"
+    return f"{h['step']}\t{scores}\t{h['seconds']:.1f}\n"
 
 
 class Curves:
@@ -47,7 +46,7 @@ class Curves:
         _append(self.valid_path, valid_row(h))
         if self.writer:
             for key in ("loss", "ppl", "bleu", "chrf"):
-                self.writer.add_scalar(f"valid/{key}", h.get(key, NAN), h["step"])
+                self.writer.add_scalar(f"valid/{key}", h[key], h["step"])
             self.writer.flush()
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ import torch.distributed as dist
 import nmt
 from nmt.config import ModelMeta, TrainConfig
 from nmt.errors import TrainingError
+from nmt.training.files import TrainFiles
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +180,15 @@ def srun_command(nodes: int, command: list[str]) -> list[str]:
     The rule's own job step (Snakemake's ``srun -n1``) holds the first node's CPUs and GPUs: ``--overlap``
     lets this step share them.
     """
-    return ["srun", "--overlap", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
-            *command]  # fmt: skip
+    return [
+        "srun",
+        "--overlap",
+        f"--nodes={nodes}",
+        f"--ntasks={nodes}",
+        "--ntasks-per-node=1",
+        "--kill-on-bad-exit=1",
+        *command,
+    ]
 
 
 def processes_per_node(resources: Mapping[str, Any], nodes: int = 1) -> int:
@@ -209,7 +217,7 @@ def launch_training(
     processes: int,
     model_options: dict[str, Any],
     config: TrainConfig,
-    files: dict[str, str | Path | list[str | Path]],
+    files: TrainFiles,
     log_path: str | Path,
     nodes: int = 1,
     rendezvous: Rendezvous | None = None,
@@ -224,8 +232,7 @@ def launch_training(
     On CPU the ``threads`` are split among the processes of a node. SIGTERM (SLURM's warning before
     the time limit) is passed on, so every process saves the checkpoint before the job ends.
 
-    :param files: the path arguments of :func:`nmt.training.loop.train` as ``python -m nmt train`` options
-        (``train_data`` or the lists ``train_src`` and ``train_trg``, ``dev_src`` ... ``model_dir``)
+    :param files: what the training reads and writes, passed on as options (:meth:`TrainFiles.options`)
     :param log_path: the log file all processes append to (rank 0 logs progress, the others warnings)
     :param meta: what :func:`nmt.training.loop.train` records in ``meta.json``
     :raises TrainingError: when a process fails, with its one-line error
@@ -234,10 +241,7 @@ def launch_training(
     if config.threads > 0:
         training["threads"] = max(1, config.threads // processes)
     args = ["train", "--model-options", json.dumps(model_options), "--training", json.dumps(training)]
-    for name, value in files.items():
-        option = f"--{name.replace('_', '-')}"
-        # Several files (training corpora) follow one option: f"{option}={value}" would make a list one string.
-        args += [option, *map(str, value)] if isinstance(value, (list, tuple)) else [f"{option}={value}"]
+    args += files.options()
     if meta is not None:
         args += ["--meta", json.dumps(dataclasses.asdict(meta))]
     args += [f"--log-file={log_path}"]  # not --log: torchrun would take it for its --log-dir

@@ -14,6 +14,7 @@ from nmt.config import TrainConfig
 from nmt.data.binarize import BinarizedData
 from nmt.errors import DataError
 from nmt.model_dir import MODEL_FILE
+from nmt.training.files import TrainFiles
 
 log = logging.getLogger(__name__)
 
@@ -23,16 +24,15 @@ RESOURCES = ("threads", "device", "log_every", "tensorboard")
 # Schedules whose rate does not depend on the budget: a run of them to a larger max_steps continues one to a smaller.
 BUDGET_FREE = ("inverse_sqrt", "anneal_on_plateau")
 REPLACED = "checkpoints.replaced"  # where the checkpoints of another training are set aside
+# The files of a TrainFiles hashed into the identity (the training data counts by its token ids, data.sha256).
+FILE_ROLES = ("dev_ref", "dev_src", "src_spm", "trg_spm")
 
 
 def training_identity(
-    spec: dict[str, Any], config: TrainConfig, data: BinarizedData, files: dict[str, str | Path]
+    spec: dict[str, Any], config: TrainConfig, data: BinarizedData, files: TrainFiles
 ) -> dict[str, Any]:
     """What a checkpoint must share with this run to be resumed: the model, the settings that change the result,
-    the binarized data (the sha256 of its token ids), the subword models, the dev set and the weights fine-tuned.
-
-    :param files: the subword models and dev files by role (``src_spm``, ``trg_spm``, ``dev_src``, ``dev_ref``)
-    """
+    the binarized data (the sha256 of its token ids), the subword models, the dev set and the weights fine-tuned."""
     training = dataclasses.asdict(config)
     for key in RESOURCES if config.average_last else (*RESOURCES, "checkpoint_every"):
         del training[key]
@@ -44,12 +44,12 @@ def training_identity(
             "sha256": data.header["sha256"],
             "corpora": dict(zip(data.corpus_names, data.parts.tolist(), strict=True)),
         },
-        "files": {role: hash_file(path) for role, path in sorted(files.items())},
+        "files": {role: hash_file(getattr(files, role)) for role in FILE_ROLES},
         "init_from": hash_file(Path(init_from) / MODEL_FILE) if init_from else None,
     }
 
 
-def differences(saved: dict[str, Any] | None, identity: dict[str, Any], progress: dict[str, Any]) -> list[str]:
+def differences(saved: dict[str, Any], identity: dict[str, Any], progress: dict[str, Any]) -> list[str]:
     """What differs between a checkpoint's identity (``saved``, at ``progress``) and this run's, one item a key.
 
     A larger or smaller ``max_steps`` is no difference where the run continues exactly: a schedule that does not
@@ -57,8 +57,6 @@ def differences(saved: dict[str, Any] | None, identity: dict[str, Any], progress
     either before the old end or at a regular validation (the old end's extra validation would choose the best
     checkpoint and, on a plateau, the rate differently).
     """
-    if saved is None:
-        return ["the checkpoint records no identity"]
     found = [f"{key} {old} -> {new}" for key, old, new in changed(saved, identity)]
     old, new, step = saved["training"], identity["training"], progress["step"]
     extends = (
@@ -119,14 +117,14 @@ def set_aside_other_training(model_dir: Path, identity: dict[str, Any]) -> bool:
     return False
 
 
-def _saved_identity(last: Path) -> tuple[dict[str, Any] | None, dict[str, Any]] | None:
+def _saved_identity(last: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The identity and progress of ``last`` or, if it is unreadable, of the checkpoint before it; None if neither
     can be read."""
     for path in (last, previous_path(last)):
         if path.exists():
             try:
-                ckpt = load_checkpoint(path, keys=("progress",))
+                ckpt = load_checkpoint(path, keys=("progress", "identity"))
             except DataError:
                 continue
-            return ckpt.get("identity"), ckpt["progress"]
+            return ckpt["identity"], ckpt["progress"]
     return None

@@ -1,14 +1,12 @@
 """Training loop: token batches, updates (data-parallel under torchrun), validation, early stopping, checkpoints
-and their average, resume."""
+and their average; a run starts or resumes in :mod:`nmt.training.trainer`."""
 
 import contextlib
 import json
 import logging
 import math
-import random
 import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,28 +17,22 @@ from nmt.atomic import write_text
 from nmt.checkpoint import average_snapshots, load_checkpoint
 from nmt.config import ModelMeta, TrainConfig
 from nmt.data.batches import Batch, make_batch, token_batches, weighted_epoch
-from nmt.data.binarize import BinarizedData, binarize, open_training_data
-from nmt.data.subword import load_subword
-from nmt.device import autocast, get_device, grad_scaler
-from nmt.errors import ConfigError, DataError, TrainingError
-from nmt.evaluation.metrics import get_metric
-from nmt.model_dir import SRC_SPM, TRG_SPM, differing_subword_models, read_model_file, write_meta, write_model
-from nmt.models.seq2seq import Seq2Seq, build_model
+from nmt.device import autocast, get_device
+from nmt.errors import DataError, TrainingError
+from nmt.model_dir import write_meta, write_model
+from nmt.models.seq2seq import Seq2Seq
 from nmt.progress import format_duration
-from nmt.training.curves import Curves
 from nmt.training.distributed import World, close_world, init_world, shard
-from nmt.training.identity import set_aside_other_training, training_identity
-from nmt.training.loss import LabelSmoothedCrossEntropy
+from nmt.training.files import TrainFiles
 from nmt.training.optimizer import (
     anneal_on_plateau,
     get_lr,
     is_annealed_out,
-    make_optimizer,
     spent,
-    warn_about_schedule,
 )
 from nmt.training.state import TrainState
-from nmt.training.validation import DevSet, dev_batch_tokens, validate
+from nmt.training.trainer import Trainer, start_training
+from nmt.training.validation import dev_batch_tokens, validate
 
 log = logging.getLogger(__name__)
 
@@ -64,15 +56,7 @@ class Stop:
 
 
 def train(
-    model_options: dict[str, Any],
-    config: TrainConfig,
-    train_data: str | Path | tuple[list[str | Path], list[str | Path]],
-    dev_src: str | Path,
-    dev_ref: str | Path,
-    src_spm: str | Path,
-    trg_spm: str | Path,
-    model_dir: str | Path,
-    meta: ModelMeta | None = None,
+    model_options: dict[str, Any], config: TrainConfig, files: TrainFiles, meta: ModelMeta | None = None
 ) -> dict[str, Any]:
     """Train a model and write ``model_dir/{model.pt,src.model,trg.model,meta.json,summary.json,train.tsv,valid.tsv}``.
 
@@ -88,14 +72,12 @@ def train(
 
     :param model_options: ``arch``, ``size`` and architecture keys (see :func:`nmt.models.seq2seq.build_model`)
     :param config: training settings
-    :param train_data: the prefix of a binarized training set (:func:`nmt.data.binarize.binarize`), or
-        (source files, target files) of aligned text, which rank 0 binarizes into ``model_dir/train`` first
+    :param files: the training data, dev set, subword models and ``model_dir``
     :param meta: languages and normalization of the training data, for ``meta.json`` (see
         :func:`nmt.model_dir.write_meta`)
     :return: the summary written to ``summary.json``
     """
-    model_dir = Path(model_dir)
-    ckpt_dir = model_dir / "checkpoints"
+    model_dir = Path(files.model_dir)
     device = get_device(config.device)
     world = init_world(device.type)
     try:
@@ -105,9 +87,8 @@ def train(
         if not world.is_main:
             logging.getLogger("nmt").setLevel(logging.WARNING)
         if world.is_main:
-            ckpt_dir.mkdir(parents=True, exist_ok=True)
-        summary = _train(model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir,
-                         device, world)  # fmt: skip
+            files.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        summary = _train(model_options, config, files, device, world)
         if world.is_main:
             write_meta(model_dir, meta)
         world.barrier()  # gloo aborts a process whose peer tears the group down first
@@ -116,33 +97,11 @@ def train(
         close_world(world)
 
 
-@dataclass(frozen=True)
-class Trainer:
-    """What stays fixed while a model trains; what changes, and ``last.pt`` holds, is a :class:`TrainState`."""
-
-    config: TrainConfig
-    world: World
-    device: torch.device
-    ckpt_dir: Path
-    data: BinarizedData  # the training set, memory-mapped
-    weights: list[float] | None  # of its corpora, in their order (config.corpus_weights by name)
-    dev: DevSet
-    trained: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
-    criterion: LabelSmoothedCrossEntropy
-    curves: Curves | None  # rank 0 only
-
-    @property
-    def last(self) -> Path:
-        return self.ckpt_dir / "last.pt"
-
-
 def _train(
-    model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
+    model_options: dict[str, Any], config: TrainConfig, files: TrainFiles, device: torch.device, world: World
 ) -> dict[str, Any]:
     """:func:`train` in one process of ``world``: start or resume, train, validate last, average, finish."""
-    trainer, state = _start(
-        model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
-    )
+    trainer, state = start_training(model_options, config, files, device, world)
     with Stop() as stop:
         train_epochs(trainer, state, stop)
         if not state.history or state.history[-1]["step"] != state.progress["step"]:  # max_epochs between validations
@@ -154,63 +113,8 @@ def _train(
     summary = None
     if world.is_main:
         averaged = average_last(trainer, state) if config.average_last else None
-        summary = _finish(model_dir, trainer, state, src_spm, trg_spm, averaged)
+        summary = _finish(trainer, state, averaged)
     return world.broadcast(summary)
-
-
-def _start(
-    model_options, config, train_data, dev_src, dev_ref, src_spm, trg_spm, model_dir, device, world
-) -> tuple[Trainer, TrainState]:
-    """Seed, load the subword models and the data, build the model and its optimizer, resume from ``last.pt``."""
-    ckpt_dir = model_dir / "checkpoints"
-    if config.threads > 0:
-        torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    random.seed(config.seed)
-    src_sp, trg_sp = load_subword(src_spm), load_subword(trg_spm)
-    shared_vocab = src_sp.serialized_model_proto() == trg_sp.serialized_model_proto()
-    if not isinstance(train_data, (str, Path)):  # text: encoded again at every start, by rank 0 only
-        text, train_data = train_data, model_dir / "train"
-        if world.is_main:
-            binarize(*text, src_spm, trg_spm, train_data, config.max_length, max(1, config.threads))
-        world.barrier()
-    data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
-    weights = data.corpus_weights(config.corpus_weights)  # in the order of the binarized corpora
-    dev = DevSet.load(dev_src, dev_ref, src_sp, trg_sp)
-    get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation
-    log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
-    if weights is not None:
-        drawn = weighted_epoch(data.parts, weights, config.seed, 1)
-        corpora = ", ".join(
-            f"{n} {p} pairs x {w:g}" for n, p, w in zip(data.corpus_names, data.parts, weights, strict=True)
-        )
-        log.info("corpus weights: %s: %d pairs per epoch", corpora, len(data) if drawn is None else len(drawn))
-    if world.is_main:
-        warn_about_schedule(config)
-    if world.size > 1:
-        log.info("data parallel: %d processes, each on 1/%d of every batch (%s)", world.size, world.size, device)
-
-    model = build_model(model_options, src_sp.get_piece_size(), trg_sp.get_piece_size(), shared_vocab).to(device)
-    files = {"src_spm": src_spm, "trg_spm": trg_spm, "dev_src": dev_src, "dev_ref": dev_ref}
-    identity = training_identity(model.spec, config, data, files)
-    resumes = world.broadcast(set_aside_other_training(model_dir, identity) if world.is_main else None)
-    if config.init_from is not None and not resumes:  # a resumed run has its own weights
-        init_weights(model, config.init_from, src_spm, trg_spm, device)
-    if world.rank > 0:  # the same initial weights everywhere, other dropout masks on other ranks
-        torch.manual_seed(config.seed + world.rank)
-    state = TrainState(model, make_optimizer(model, config), grad_scaler(device, config.bf16), identity=identity)
-    if resumes:
-        state.resume(ckpt_dir / "last.pt", device, world, config.seed)
-    curves = None
-    if world.is_main:
-        curves = Curves(model_dir, state.train_log, state.history, state.progress["step"], config.tensorboard)
-    trained = model
-    if world.size > 1:
-        trained = torch.nn.parallel.DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
-        )
-    criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
-    return Trainer(config, world, device, ckpt_dir, data, weights, dev, trained, criterion, curves), state
 
 
 def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
@@ -220,17 +124,15 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     An update that float16 overflow skipped consumed its batches and its time but is not counted, as in
     fairseq: the step, the schedule and the tokens trained on advance with real updates only.
     """
-    config, progress = trainer.config, state.progress
+    config, progress, data = trainer.config, state.progress, trainer.data
     state.model.train()
     done = progress["bad_evals"] >= config.patience or spent(progress, config) >= 1 or is_annealed_out(progress, config)
     window = state.window  # since the last log line
     window["start"] = time.perf_counter()
     while not done and progress["epoch"] <= config.max_epochs:
-        sample = weighted_epoch(trainer.data.parts, trainer.weights, config.seed, progress["epoch"])
-        batches = token_batches(
-            trainer.data.src.lengths, trainer.data.trg.lengths, config.batch_tokens, config.seed, progress["epoch"],
-            sample,
-        )  # fmt: skip
+        epoch = progress["epoch"]
+        sample = weighted_epoch(data.parts, trainer.weights, config.seed, epoch)
+        batches = token_batches(data.src.lengths, data.trg.lengths, config.batch_tokens, config.seed, epoch, sample)
         del sample  # the batches hold their own copy of its indices
         # One update consumes accum_steps batches (the epoch's last one what is left); resume skips those consumed.
         while progress["batch"] < len(batches):
@@ -251,8 +153,9 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
                 progress["skipped"] += 1
                 log.info(
                     "float16 gradients overflowed: update skipped (%d so far), loss scale lowered to %g",
-                    progress["skipped"], state.scaler.get_scale(),
-                )  # fmt: skip
+                    progress["skipped"],
+                    state.scaler.get_scale(),
+                )
                 stop_on_signal(trainer, state, stop)
             if progress["bad_evals"] >= config.patience or spent(progress, config) >= 1:
                 done = True
@@ -353,18 +256,22 @@ def log_train(trainer: Trainer, state: TrainState, window: dict[str, float], lr:
     progress, config = state.progress, trainer.config
     elapsed = time.perf_counter() - window["start"]
     window["loss"] = trainer.world.sum([window["loss"]])[0]
-    state.train_log.append({
-        "step": progress["step"], "epoch": progress["epoch"], "loss": window["loss"] / window["tokens"], "lr": lr,
-        "tokens_per_second": window["tokens"] / elapsed,
-    })  # fmt: skip
+    loss, speed = window["loss"] / window["tokens"], window["tokens"] / elapsed
+    row = {"step": progress["step"], "epoch": progress["epoch"], "loss": loss, "lr": lr, "tokens_per_second": speed}
+    state.train_log.append(row)
     if trainer.curves:
-        trainer.curves.add_train(state.train_log[-1])
+        trainer.curves.add_train(row)
     eta = elapsed / config.log_every * updates_left(progress, config, epoch_batches)
     log.info(
         "step %d | epoch %d | loss %.3f | lr %.2e | %.0f tok/s | elapsed %s | ETA %s",
-        progress["step"], progress["epoch"], window["loss"] / window["tokens"], lr, window["tokens"] / elapsed,
-        format_duration(progress["train_seconds"]), format_duration(eta),
-    )  # fmt: skip
+        progress["step"],
+        progress["epoch"],
+        loss,
+        lr,
+        speed,
+        format_duration(progress["train_seconds"]),
+        format_duration(eta),
+    )
     window.update(loss=0.0, tokens=0, start=time.perf_counter())
 
 
@@ -380,14 +287,20 @@ def validate_and_keep_best(trainer: Trainer, state: TrainState) -> None:
     if is_better(config.valid_metric, scores[config.valid_metric], progress["best"]):
         progress["best"], progress["bad_evals"] = scores[config.valid_metric], 0
         if world.is_main:
-            state.save_best(trainer.ckpt_dir)
+            state.save_best(trainer.files.ckpt_dir)
     else:
         progress["bad_evals"] += 1
     log.info(
         "validation at step %d: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f | best %s %.3f (%d without gain)",
-        progress["step"], scores["loss"], scores["ppl"], scores["bleu"], scores["chrf"], config.valid_metric,
-        progress["best"], progress["bad_evals"],
-    )  # fmt: skip
+        progress["step"],
+        scores["loss"],
+        scores["ppl"],
+        scores["bleu"],
+        scores["chrf"],
+        config.valid_metric,
+        progress["best"],
+        progress["bad_evals"],
+    )
 
 
 def score_dev(trainer: Trainer, model: Seq2Seq) -> dict[str, Any]:
@@ -408,13 +321,13 @@ def best_validation(history: list[dict[str, Any]], metric: str) -> dict[str, Any
     first of equal ones, the one whose checkpoint was kept)."""
     if metric == "loss":
         return min(history, key=lambda h: h["loss"])
-    return max(history, key=lambda h: h.get(metric, -math.inf))  # a validation resumed from before chrF: none
+    return max(history, key=lambda h: h[metric])
 
 
 def keep_snapshot(trainer: Trainer, state: TrainState) -> None:
     """Keep this step's weights for averaging (rank 0, with ``average_last``)."""
     if trainer.config.average_last and trainer.world.is_main:
-        state.save_snapshot(trainer.ckpt_dir, trainer.config.average_last, trainer.config.checkpoint_every)
+        state.save_snapshot(trainer.files.ckpt_dir, trainer.config.average_last, trainer.config.checkpoint_every)
 
 
 def updates_left(progress: dict[str, Any], config: TrainConfig, epoch_batches: int) -> int:
@@ -436,63 +349,32 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     :return: ``steps`` (the snapshots'), ``checkpoint`` (``spec`` and the averaged ``model``) and ``valid`` (its scores)
     """
     config, model = trainer.config, state.model
-    steps, weights = average_snapshots(trainer.ckpt_dir, state.progress["step"], config.average_last)
+    steps, weights = average_snapshots(trainer.files.ckpt_dir, state.progress["step"], config.average_last)
     model.load_state_dict(weights)
     valid = score_dev(trainer, model)
     log.info(
         "averaged model of steps %s: loss %.3f | ppl %.2f | bleu %.2f | chrf %.2f (best checkpoint: %s %.3f)",
-        steps, valid["loss"], valid["ppl"], valid["bleu"], valid["chrf"], config.valid_metric, state.progress["best"],
-    )  # fmt: skip
+        steps,
+        valid["loss"],
+        valid["ppl"],
+        valid["bleu"],
+        valid["chrf"],
+        config.valid_metric,
+        state.progress["best"],
+    )
     return {"steps": steps, "checkpoint": {"spec": model.spec, "model": weights}, "valid": valid}
 
 
-def init_weights(
-    model: Seq2Seq, init_from: str | Path, src_spm: str | Path, trg_spm: str | Path, device: torch.device
-) -> None:
-    """Load the weights of the model directory ``init_from`` into ``model``, for fine-tuning.
-
-    Only the weights: the optimizer and the learning-rate schedule start anew.
-
-    :raises ConfigError: if the subword models (compared by sha256) or the architecture differ
-    """
-    init_from = Path(init_from)
-    ckpt = read_model_file(init_from, device)
-    for side in differing_subword_models(init_from, src_spm, trg_spm):
-        ours, theirs = (src_spm, init_from / SRC_SPM) if side == "source" else (trg_spm, init_from / TRG_SPM)
-        raise ConfigError(
-            f"training.init_from: {theirs} is not the {side} subword model {ours} of this run "
-            "(fine-tuning needs the same vocabularies)"
-        )
-    spec = ckpt["spec"]
-    if spec["arch"] != model.spec["arch"]:
-        raise ConfigError(f"training.init_from: {init_from} holds a {spec['arch']}, not a {model.spec['arch']}")
-    differ = [
-        f"{key} {spec['config'].get(key)!r} != {value!r}"
-        for key, value in model.spec["config"].items()
-        if key != "dropout" and spec["config"].get(key) != value
-    ]
-    if differ:
-        raise ConfigError(f"training.init_from: {init_from} has another architecture ({', '.join(differ)})")
-    model.load_state_dict(ckpt["model"])
-    log.info("initialized the weights from %s (fine-tuning; new optimizer and schedule)", init_from)
-
-
-def _finish(
-    model_dir: Path,
-    trainer: Trainer,
-    state: TrainState,
-    src_spm: str | Path,
-    trg_spm: str | Path,
-    averaged: dict | None,
-) -> dict[str, Any]:
-    """Write the model, the subword models and the summary into ``model_dir``.
+def _finish(trainer: Trainer, state: TrainState, averaged: dict | None) -> dict[str, Any]:
+    """Write the model, the subword models and the summary into the model directory.
 
     The model is the average of the last checkpoints (``averaged``) unless the best checkpoint scores better
     on dev by ``valid_metric``; then, or without an average, the best checkpoint. ``summary["model"]`` and
     the log say which.
     """
     config, model, progress, history = trainer.config, state.model, state.progress, state.history
-    best = trainer.ckpt_dir / "best.pt"
+    files = trainer.files
+    best = trainer.files.ckpt_dir / "best.pt"
     if not best.exists():
         raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
     best_entry = best_validation(history, config.valid_metric)
@@ -503,12 +385,25 @@ def _finish(
         average = f"average of the last {len(averaged['steps'])} checkpoints"
         chosen = average if use_average else f"best checkpoint, better on dev than the {average}"
         if use_average:
-            log.info("model.pt: the %s (dev %s %.3f), at least as good as the best checkpoint (step %d, %.3f)",
-                     average, metric, averaged["valid"][metric], best_entry["step"], progress["best"])  # fmt: skip
+            log.info(
+                "model.pt: the %s (dev %s %.3f), at least as good as the best checkpoint (step %d, %.3f)",
+                average,
+                metric,
+                averaged["valid"][metric],
+                best_entry["step"],
+                progress["best"],
+            )
         else:
-            log.info("model.pt: the best checkpoint (step %d, dev %s %.3f), better than the %s (%.3f)",
-                     best_entry["step"], metric, progress["best"], average, averaged["valid"][metric])  # fmt: skip
-    write_model(model_dir, averaged["checkpoint"] if use_average else load_checkpoint(best), src_spm, trg_spm)
+            log.info(
+                "model.pt: the best checkpoint (step %d, dev %s %.3f), better than the %s (%.3f)",
+                best_entry["step"],
+                metric,
+                progress["best"],
+                average,
+                averaged["valid"][metric],
+            )
+    chosen_weights = averaged["checkpoint"] if use_average else load_checkpoint(best)
+    write_model(files.model_dir, chosen_weights, files.src_spm, files.trg_spm)
     summary = {
         "arch": model.spec["arch"],
         "parameters": model.n_parameters(),
@@ -528,6 +423,6 @@ def _finish(
     }
     if averaged:
         summary["averaged"] = {"steps": averaged["steps"], **averaged["valid"]}
-    write_text(model_dir / "summary.json", json.dumps(summary, indent=2))
+    write_text(Path(files.model_dir) / "summary.json", json.dumps(summary, indent=2))
     log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
     return summary

@@ -8,8 +8,7 @@ the model never has to emit, gets no mass and the distribution sums to 1. This i
 The gradient with respect to the logits has the closed form
 ``softmax - (1 - eps) * onehot - eps / (V - 1) * not_pad``, so the backward pass is written out
 instead of chaining autograd through log_softmax, gather and mean: three passes over the (tokens x
-vocabulary) matrix instead of about eight, which is a tenth of a small Transformer's training step
-on a CPU.
+vocabulary) matrix instead of about eight.
 
 Legend: B batch, T target length, V vocabulary, N = B*T.
 """

@@ -47,7 +47,7 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.O
         betas=config.adam_betas,
         eps=config.adam_eps,
         weight_decay=config.weight_decay,
-        fused=True,  # one kernel for all parameters; the per-tensor loop was a tenth of a CPU step
+        fused=True,  # one kernel for all parameters instead of a loop over them
     )
 
 

@@ -153,14 +153,12 @@ class TrainState:
             raise DataError(f"{path}: checkpoint of another model ({differ})")
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
-        if ckpt.get("scaler"):  # a float16 run's (older checkpoints have none); a disabled scaler ignores it
+        if ckpt["scaler"]:  # a float16 run's; a disabled scaler saves {}, which an enabled one cannot load
             self.scaler.load_state_dict(ckpt["scaler"])
-        self.progress = {**self.progress, **ckpt["progress"]}  # checkpoints of older versions lack some counters
-        self.history, self.train_log = ckpt["history"], ckpt.get("train_log", [])
-        if "window" in ckpt:  # older checkpoints: the first log line after the resume averages fewer updates
-            self.window.update(loss=_own_loss(ckpt["window"]["loss"], world), tokens=ckpt["window"]["tokens"])
+        self.progress, self.history, self.train_log = ckpt["progress"], ckpt["history"], ckpt["train_log"]
+        self.window.update(loss=_own_loss(ckpt["window"]["loss"], world), tokens=ckpt["window"]["tokens"])
         self.saved_step = self.progress["step"]
-        rng = ckpt["rng"] if isinstance(ckpt["rng"], list) else [ckpt["rng"]]
+        rng = ckpt["rng"]
         if len(rng) == world.size:
             _set_rng_state(rng[world.rank])
         else:
@@ -168,9 +166,12 @@ class TrainState:
             torch.manual_seed(seed + world.rank + self.progress["step"])
         progress = self.progress
         log.info(
-            "resumed from %s at step %d (epoch %d, batch %d)", path, progress["step"], progress["epoch"],
+            "resumed from %s at step %d (epoch %d, batch %d)",
+            path,
+            progress["step"],
+            progress["epoch"],
             progress["batch"],
-        )  # fmt: skip
+        )
 
     def save_snapshot(self, ckpt_dir: Path, keep: int, every: int) -> None:
         """Keep the weights of this step for averaging (:func:`nmt.checkpoint.save_snapshot`)."""

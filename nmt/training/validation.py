@@ -134,8 +134,13 @@ def validate(
     for name in ("bleu", "chrf"):
         score, signature = score_metric(name, hyps, dev.ref_lines, config.trg_lang)
         scores |= {name: score, f"{name}_signature": f"{signature}|search:{search.describe()}"}
-    log.info("dev BLEU %.2f, sacreBLEU %s; chrF %.2f, %s", scores["bleu"], scores["bleu_signature"], scores["chrf"],
-             scores["chrf_signature"])  # fmt: skip
+    log.info(
+        "dev BLEU %.2f, sacreBLEU %s; chrF %.2f, %s",
+        scores["bleu"],
+        scores["bleu_signature"],
+        scores["chrf"],
+        scores["chrf_signature"],
+    )
     model.train()
     loss = nll_sum / max(n_tokens, 1)
     return {"loss": loss, "ppl": math.exp(min(loss, 50.0)), **scores}
