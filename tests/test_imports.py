@@ -122,7 +122,8 @@ def test_no_import_runs_upward():
 
 
 def test_the_root_holds_only_the_shared_ground_and_stage_packages_define_nothing():
-    assert len(list(PACKAGE.glob("*.py"))) <= 14, sorted(p.name for p in PACKAGE.glob("*.py"))
+    # 15: the experiment and the reading of its config file (config_file.py) are two modules since issue 56.
+    assert len(list(PACKAGE.glob("*.py"))) <= 15, sorted(p.name for p in PACKAGE.glob("*.py"))
     for stage in STAGES:
         init = PACKAGE / stage / "__init__.py"
         assert init.is_file() and not init.read_text(encoding="utf-8").strip(), f"{init} must exist and be empty"
