@@ -206,17 +206,9 @@ def build_parser(prog: str = "python -m nmt") -> argparse.ArgumentParser:
 Commands = argparse._SubParsersAction  # what add_subparsers returns: add_parser makes a subcommand
 
 
-def add_translate_command(commands: Commands) -> None:
-    """``translate``: its search defaults come from :class:`DecodeConfig`."""
-    p = commands.add_parser("translate", help="translate text (stdin or --input) with a trained model directory")
-    p.add_argument(
-        "--model",
-        required=True,
-        action="append",
-        help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble; "
-        "with --runtime ctranslate2 also a CTranslate2 export (nmt export)",
-    )
-    search = DecodeConfig()  # the defaults of a decoding config (one home: nmt.config)
+def add_search_options(p: argparse.ArgumentParser) -> None:
+    """The search's options of ``translate``, with the defaults of a decoding config (one home: nmt.config)."""
+    search = DecodeConfig()
     # None: decode_config picks it by the runtime; %(default).0s prints nothing where argparse would print None.
     p.add_argument(
         "--method",
@@ -244,7 +236,20 @@ def add_translate_command(commands: Commands) -> None:
         help="beam: the EOS forced at the output limit adds its log-probability (charged, as fairseq does) or "
         "nothing (free, as CTranslate2, to compare with it)",
     )
-    p.add_argument("--batch-size", type=positive_int, default=search.batch_size, help="sentences per batch")
+
+
+def add_translate_command(commands: Commands) -> None:
+    """``translate``: its search defaults come from :class:`DecodeConfig`."""
+    p = commands.add_parser("translate", help="translate text (stdin or --input) with a trained model directory")
+    p.add_argument(
+        "--model",
+        required=True,
+        action="append",
+        help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble; "
+        "with --runtime ctranslate2 also a CTranslate2 export (nmt export)",
+    )
+    add_search_options(p)
+    p.add_argument("--batch-size", type=positive_int, default=DecodeConfig.batch_size, help="sentences per batch")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="auto: CUDA if available")
     p.add_argument(
         "--threads",
@@ -268,7 +273,7 @@ def add_translate_command(commands: Commands) -> None:
     )
     p.add_argument(
         "--runtime",
-        default=search.runtime,
+        default=DecodeConfig.runtime,
         choices=["torch", "ctranslate2"],
         help="ctranslate2: greedy or sample in CTranslate2, on a CTranslate2 export or on an export of the model "
         "directory made at start-up (greedy output equals torch's)",
