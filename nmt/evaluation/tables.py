@@ -17,26 +17,10 @@ from nmt.evaluation.significance import SIGNIFICANCE_LEVEL
 log = logging.getLogger(__name__)
 
 # Columns in the order readers expect them; any other keys of the records follow.
-COLUMNS = [
-    "pair",
-    "testset",
-    "model",
-    "arch",
-    "size",
-    "stage",
-    "data",
-    "seed",
-    "bleu",
-    "chrf",
-    "ter",
-    "parameters",
-    "train_seconds",
-    "tokens_per_second",
-    "steps",
-    "device",
-    "decode_device",
-    "decode_precision",
-]
+COLUMNS = (
+    "pair testset model arch size stage data seed bleu chrf ter parameters train_seconds "
+    "tokens_per_second steps device decode_device decode_precision"
+).split()
 # What identifies a system on a test set, apart from its seed.
 SYSTEM = ["pair", "testset", "model", "arch", "size", "stage", "data"]
 SCORES = ["bleu", "chrf", "ter"]
