@@ -100,19 +100,8 @@ def truncated_mirror(mirror: Path, config: dict, lines: int, out: Path) -> Path:
 
 def snakemake_command(workdir: Path, mirror: Path) -> list[str]:
     """The run's command, the same for the first start and every restart."""
-    return [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--cores",
-        "2",
-        "--config",
-        f"mirror={mirror}",
-    ]
+    snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+    return [*snakemake, "--directory", str(workdir), "--cores", "2", "--config", f"mirror={mirror}"]
 
 
 def recovery_commands(command: list[str]) -> list[list[str]]:

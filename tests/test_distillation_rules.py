@@ -60,15 +60,8 @@ def test_beam_parts_keep_the_one_seed(tmp_path):
 def test_the_timing_job_asks_for_every_core(tmp_path):
     """Snakemake starts a job only when its threads are free: the timing job, holding all --cores, runs alone."""
     (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
-    snakemake = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-    ]
+    snakemake = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+    snakemake += ["--directory", str(tmp_path)]
     for cores in (3, 1):
         out = subprocess.run([*snakemake, "-n", "--cores", str(cores)], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-3000:]
