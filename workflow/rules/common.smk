@@ -177,10 +177,14 @@ def distillation(name):
     return lambda wildcards: plain(getattr(KD, name))
 
 
+def seed_files(pair, model, stage, seeds, name="model.pt"):
+    """The file ``name`` of the model directory of each of ``seeds`` of a system (several decode as an ensemble)."""
+    return [f"results/{pair}/{model}/{stage}/seed{seed}/model/{name}" for seed in seeds]
+
+
 def get_teacher_files(wildcards):
-    """Input function: the teacher's model files, one per seed (several decode as an ensemble)."""
-    pair = get_pair(wildcards)
-    return [f"results/{pair}/{KD.teacher}/{KD.teacher_stage}/seed{seed}/model/model.pt" for seed in EXPERIMENT.seeds]
+    """Input function: the teacher's model files, one per seed."""
+    return seed_files(get_pair(wildcards), KD.teacher, KD.teacher_stage, EXPERIMENT.seeds)
 
 
 def distillation_row_files(pair, test, row):
@@ -190,9 +194,7 @@ def distillation_row_files(pair, test, row):
     src, trg = pair.split("-")
     if row.quantization is None:
         hyp = f"results/{pair}/{row.model}/{row.stage}/{row.run}/translations/{test}.{trg}"
-        models = [
-            f"results/{pair}/{row.model}/{row.stage}/seed{seed}/model/model.pt" for seed in EXPERIMENT.run_seeds(row.run)
-        ]
+        models = seed_files(pair, row.model, row.stage, EXPERIMENT.run_seeds(row.run))
     else:
         hyp = f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/translations/{test}.{trg}"
         models = [f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/model/model.bin"]
@@ -229,9 +231,7 @@ def get_data_prefix(wildcards, input, output):
 
 def get_run_files(name):
     """Input function of the file ``name`` of the model(s) a run translates with: its seed's, or every seed's."""
-    return lambda w: [
-        f"results/{w.src}-{w.trg}/{w.model}/{w.stage}/seed{seed}/model/{name}" for seed in EXPERIMENT.run_seeds(w.run)
-    ]
+    return lambda w: seed_files(f"{w.src}-{w.trg}", w.model, w.stage, EXPERIMENT.run_seeds(w.run), name)
 
 
 def get_training(wildcards):
