@@ -5,6 +5,7 @@ Torch-free, since Snakemake parses the workflow on a login node that need not ha
 calls :func:`check_config`, lets Snakemake's ``validate`` fill in the schema's defaults, then :func:`load_experiment`.
 """
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,17 @@ from nmt.config import (
     read_switch,
 )
 from nmt.errors import ConfigError
-from nmt.experiment import BASELINE, Backtranslation, DataRoles, Distillation, Experiment, Model, Variant
+from nmt.experiment import (
+    BASELINE,
+    REAL,
+    SYNTHETIC,
+    Backtranslation,
+    DataRoles,
+    Distillation,
+    Experiment,
+    Model,
+    Variant,
+)
 from nmt.model_config import resolve_model_options
 
 
@@ -181,7 +192,12 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
         tuple(config["data"]["mono"]),
     )
     check_data(data, corpora, config["pairs"])
+    for name in set(data.train) & {REAL, SYNTHETIC}:
+        raise ConfigError(f"data.train: '{name}' names the data of training stages; give the corpus another name")
+    for name, model in models.items():
+        check_stages(model, data, f"models.{name}")
     backtranslation = parse_backtranslation(config["backtranslation"], config["training"], models, data)
+    check_stages(backtranslation.reverse, data, "backtranslation.reverse_model")
     distillation = parse_distillation(config["distillation"], models, backtranslation)
     tables = from_dict(TablesConfig, config["tables"], "tables")
     if tables.baseline is not None and tables.baseline not in models:
@@ -213,10 +229,38 @@ def parse_model(name: str, options: dict[str, Any], training: dict[str, Any], wh
     own_training = options.get("training", {})
     if isinstance(own_training, dict) and "corpus_weights" in own_training:
         raise ConfigError(f"{where}.training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)")
-    train_config = from_dict(TrainConfig, {**training, **own_training}, f"{where}.training")
+    merged = {**training, **own_training}
+    stages = merged.pop("stages", None) or ()
+    train_config = from_dict(TrainConfig, merged, f"{where}.training")
     options = {k: v for k, v in options.items() if k != "training"}
     arch, arch_config = resolve_model_options(options, where)
-    return Model(name, options, arch, arch_config, train_config)
+    return Model(name, options, arch, arch_config, train_config, tuple(stages))
+
+
+def check_stages(model: Model, data: DataRoles, where: str) -> None:
+    """Raise ConfigError on a training stage whose ``data`` mix names no corpus this experiment trains on (``real``,
+    ``synthetic``, or a training corpus), names real data twice, or leaves a baseline system (no synthetic data)
+    nothing to draw; and on a stage's training keys that nmt rejects."""
+    for i, stage in enumerate(model.stages):
+        at = f"{where}.training.stages[{i}]"
+        if not isinstance(stage, dict):
+            raise ConfigError(f"{at}: must be a mapping of training keys and a data mix, got {stage!r}")
+        mix = stage.get("data", {REAL: 1})
+        if not isinstance(mix, dict) or not mix:
+            raise ConfigError(f"{at}.data: must map corpus names to shares, got {mix!r}")
+        for name, share in mix.items():
+            if name not in (REAL, SYNTHETIC, *data.train):
+                known = ", ".join((REAL, SYNTHETIC, *data.train))
+                raise ConfigError(f"{at}.data.{name}: not a training corpus (names: {known})")
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or share <= 0:
+                raise ConfigError(f"{at}.data.{name}: must be a share > 0, got {share!r}")
+        if REAL in mix and set(mix) & set(data.train):
+            raise ConfigError(f"{at}.data: names '{REAL}' and a training corpus of it; give one or the other")
+        if set(mix) == {SYNTHETIC}:
+            raise ConfigError(f"{at}.data: synthetic data only, which the baseline system of '{model.name}' lacks")
+    stages = [{k: v for k, v in stage.items() if k != "data"} for stage in model.stages]
+    if stages:
+        from_dict(TrainConfig, {**dataclasses.asdict(model.training), "stages": stages}, f"{where}.training")
 
 
 def parse_backtranslation(
@@ -268,6 +312,11 @@ def parse_distillation(
         if student not in models:
             defined = ", ".join(models)
             raise ConfigError(f"distillation.students: '{student}' is not a key of models (defined: {defined})")
+        if any("data" in stage for stage in models[student].stages):
+            raise ConfigError(
+                f"distillation.students: '{student}' trains in stages with data mixes, which its distilled corpus "
+                "(one file) cannot give; leave data out of its stages"
+            )
         if quantizations and models[student].arch != "transformer":
             raise ConfigError(
                 f"distillation.students: '{student}' is a {models[student].arch}, which cannot be exported to "

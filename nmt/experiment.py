@@ -26,6 +26,10 @@ BASELINE = "baseline"
 ENSEMBLE = "ensemble"
 # The stage of the students of knowledge distillation, trained on the teacher's translations of the training source.
 DISTILLED = "distilled"
+# The corpus of a back-translation variant's synthetic pairs (its file name, so its name in the binarized data), and
+# the name a training stage's ``data`` mix gives it; ``real`` names the training corpora (data.train) together.
+SYNTHETIC = "synthetic"
+REAL = "real"
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Model:
     arch: str
     config: Any
     training: TrainConfig
+    stages: tuple[dict[str, Any], ...] = ()  # training.stages as written: training keys and a ``data`` mix each
 
     @property
     def size(self) -> str:
@@ -230,25 +235,54 @@ class Experiment:
         return [f"{init_from}/model.pt"] if init_from else []
 
     def training(self, model: str, seed: int, trg_lang: str, stage: str = BASELINE) -> TrainConfig:
-        """The training of one run: its seed, the target language of its dev BLEU, and on the parallel data the
-        corpus weights (``threads: 0`` stays the job's, :meth:`nmt.config.TrainConfig.on_threads`, so that another
-        ``--cores`` reruns nothing)."""
-        weights = self.corpus_weights if stage == BASELINE else None
-        return dataclasses.replace(self.models[model].training, seed=seed, trg_lang=trg_lang, corpus_weights=weights)
+        """The training of one run: its seed, the target language of its dev BLEU, the corpus weights of its data,
+        and its stages with each ``data`` mix resolved to shares per corpus (``threads: 0`` stays the job's,
+        :meth:`nmt.config.TrainConfig.on_threads`, so that another ``--cores`` reruns nothing)."""
+        own = self.models[model]
+        weights = self.corpus_weights(stage)
+        training = dataclasses.replace(own.training, seed=seed, trg_lang=trg_lang, corpus_weights=weights)
+        return self._staged(training, own.stages, stage in self.backtranslation.variants)
 
     def reverse_training(self, trg_lang: str) -> TrainConfig:
         """The reverse model's training; it translates into the pair's source language ``trg_lang``, on the parallel
         data reversed (the same corpora, the same weights)."""
-        return dataclasses.replace(
-            self.backtranslation.reverse.training, trg_lang=trg_lang, corpus_weights=self.corpus_weights
-        )
+        reverse = self.backtranslation.reverse
+        training = dataclasses.replace(reverse.training, trg_lang=trg_lang, corpus_weights=self.corpus_weights())
+        return self._staged(training, reverse.stages, synthetic=False)
 
-    @property
-    def corpus_weights(self) -> dict[str, float] | None:
-        """The ``weight`` of each training corpus by name; None when every weight is 1. A back-translation variant's
-        corpus is one file (real and synthetic pairs, mixed by ``upsample_real``), so its systems train unweighted."""
-        weights = {name: self.corpora[name].weight for name in self.data.train}
+    def corpus_weights(self, stage: str = BASELINE) -> dict[str, float] | None:
+        """How often each corpus of a stage's training data is drawn per epoch, by name: each training corpus's
+        ``weight`` (times a variant's ``upsample_real``), the synthetic corpus once; None when every weight is 1.
+        A distilled corpus is one file and trains unweighted."""
+        if stage == DISTILLED:
+            return None
+        upsample = self.synthetic(stage).upsample_real if stage in self.backtranslation.variants else 1
+        weights = {name: self.corpora[name].weight * upsample for name in self.data.train}
+        if stage in self.backtranslation.variants:
+            weights[SYNTHETIC] = 1
         return weights if any(weight != 1 for weight in weights.values()) else None
+
+    def _staged(self, training: TrainConfig, stages: tuple[dict[str, Any], ...], synthetic: bool) -> TrainConfig:
+        """``training`` with its stages, each stage's ``data`` mix as ``mix`` shares per corpus name (a stage without
+        ``data`` draws by the corpus weights). ``real`` is shared among the training corpora by their weights; a
+        system without synthetic data (a baseline) trains the same stages on the rest of each mix."""
+        if not stages:
+            return training
+        real = {name: self.corpora[name].weight for name in self.data.train}
+        resolved = []
+        for stage in stages:
+            keys = {k: v for k, v in stage.items() if k != "data"}
+            if "data" not in stage:
+                resolved.append({**keys, "corpus_weights": training.corpus_weights})
+                continue
+            mix: dict[str, float] = {}
+            for name, share in stage["data"].items():
+                if name == REAL:
+                    mix |= {corpus: share * weight / sum(real.values()) for corpus, weight in real.items()}
+                elif name != SYNTHETIC or synthetic:
+                    mix[name] = share
+            resolved.append({**keys, "mix": mix})
+        return dataclasses.replace(training, corpus_weights=None, stages=resolved)
 
     def corpus_cleaning(self, corpus: str) -> CleanConfig:
         """The cleaning of one training corpus: the ``cleaning`` section, updated by the corpus's own ``cleaning``."""

@@ -89,10 +89,13 @@ def build_synthetic_corpus(
     config: SyntheticConfig,
     seed: int = 1,
     generated_side: str = "src",
+    write_real: bool = True,
 ) -> dict:
     """Write the training corpus of a back-translation system: real pairs plus filtered synthetic pairs.
 
-    The real pairs are written ``config.upsample_real`` times. Synthetic pairs (a back-translated
+    The real pairs are written ``config.upsample_real`` times, or with ``write_real`` False only counted (a
+    back-translation system trains on the real corpora and this synthetic one side by side, the real ones
+    weighted by ``upsample_real`` or mixed per batch by its training stages). Synthetic pairs (a back-translated
     source from ``bt_src`` with its monolingual target from ``bt_trg``) that pass the filters of
     :class:`~nmt.config.SyntheticConfig` follow; with ``config.synthetic_ratio`` at most that many
     synthetic pairs per (upsampled) real pair are kept, a uniform random sample reproducible by ``seed``
@@ -116,7 +119,10 @@ def build_synthetic_corpus(
     dropped = dict.fromkeys(SYNTHETIC_FILTERS, 0)
     with ExitStack() as stack:
         src_f, trg_f = stack.enter_context(atomic_texts(src_out, trg_out))
-        real_pairs = _write_real_pairs(real_src, real_trg, config.upsample_real, src_f, trg_f)
+        if write_real:
+            real_pairs = _write_real_pairs(real_src, real_trg, config.upsample_real, src_f, trg_f)
+        else:
+            real_pairs = sum(1 for _ in _real_pairs(real_src, real_trg))
         passed = sum(1 for _ in _passing_pairs(bt_src, bt_trg, config, dropped))
         synthetic_in = passed + sum(dropped.values())
         keep = _synthetic_quota(passed, real_pairs, config, dropped, bt_src[0] if bt_src else src_out)

@@ -1,6 +1,6 @@
 # Back-translation stage: clean target-language monolingual text, train the reverse model, translate
 # the text in parts (a checkpoint splits it, so a cluster can fan the parts out), and build the
-# real + synthetic corpus of each variant. train_model then trains the {stage}={variant} systems on it.
+# synthetic corpus of each variant. train_model then trains the {stage}={variant} systems on it and the real data.
 
 
 # Writing the reports as HTML pages takes a second: on a cluster it runs where Snakemake runs.
@@ -110,15 +110,16 @@ rule backtranslate_part:
         "../scripts/translate.py"
 
 
-# Merge the parts, filter degenerate synthetic pairs, tag them, and mix them with the real data.
+# Merge the parts, filter degenerate synthetic pairs and tag them: the synthetic corpus, which the variant's
+# systems train on beside the real corpora (weighted by upsample_real, or mixed per batch by training stages).
 rule build_synthetic_corpus:
     input:
         unpack(get_bt_parts),
         real_src=get_corpus_files("train", "src"),
         real_trg=get_corpus_files("train", "trg"),
     output:
-        src="results/{src}-{trg}/backtranslation/{variant}/train.{src}",
-        trg="results/{src}-{trg}/backtranslation/{variant}/train.{trg}",
+        src="results/{src}-{trg}/backtranslation/{variant}/synthetic.{src}",
+        trg="results/{src}-{trg}/backtranslation/{variant}/synthetic.{trg}",
         report="results/{src}-{trg}/backtranslation/{variant}/report.json",
     params:
         synthetic=ask(EXPERIMENT.synthetic, "variant"),

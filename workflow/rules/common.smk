@@ -11,7 +11,7 @@ from nmt.atomic import remove_stale_temp_files
 from nmt.config_file import check_config, load_experiment
 from nmt.data.download import MIRROR_ENV, local_file
 from nmt.errors import ConfigError
-from nmt.experiment import BASELINE, DISTILLED, Run
+from nmt.experiment import BASELINE, DISTILLED, SYNTHETIC, Run
 
 
 # A bad key stops the run with one line naming it, before validate() fills in the schema's defaults.
@@ -129,9 +129,10 @@ def get_corpus_files(role, side):
             return f"results/{pair}/data/eval/{EXPERIMENT.data.dev}.{lang}"
         if stage == DISTILLED:
             return [f"results/{pair}/distillation/train.{lang}"]
+        real = [f"results/{pair}/data/clean/{name}.{lang}" for name in EXPERIMENT.data.train]
         if stage != BASELINE:
-            return [f"results/{pair}/backtranslation/{stage}/train.{lang}"]
-        return [f"results/{pair}/data/clean/{name}.{lang}" for name in EXPERIMENT.data.train]
+            return real + [f"results/{pair}/backtranslation/{stage}/{SYNTHETIC}.{lang}"]
+        return real
 
     return inputs
 

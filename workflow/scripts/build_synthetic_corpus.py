@@ -1,4 +1,4 @@
-"""Rule build_synthetic_corpus: filter and tag the back-translations, mix them with the real pairs."""
+"""Rule build_synthetic_corpus: filter and tag the back-translations (the real pairs only counted)."""
 
 from nmt.config import SyntheticConfig, from_dict
 from nmt.data.synthetic import build_synthetic_corpus
@@ -15,4 +15,5 @@ with entry_point(snakemake.log[0]):
         snakemake.output.report,
         from_dict(SyntheticConfig, snakemake.params.synthetic, "backtranslation.variants"),
         seed=snakemake.params.seed,
+        write_real=False,
     )
