@@ -125,6 +125,7 @@ class CorpusConfig:
     langpair: str | None = None
     cleaning: dict = dataclasses.field(default_factory=dict)
     weight: float = 1.0
+    tokenized_ref: dict = dataclasses.field(default_factory=dict)
 
     REQUIRED = {
         "url": ("url",),
@@ -143,6 +144,7 @@ class CorpusConfig:
         if self.member is not None and self.tsv_columns:
             raise ConfigError(f"{where}: member and tsv_columns exclude each other")
         _positive(where, weight=self.weight)
+        self._check_tokenized_ref(f"{where}.tokenized_ref")
         known = [f.name for f in dataclasses.fields(CleanConfig) if f.name != "normalize_punctuation"]
         for key in self.cleaning:
             if key == "normalize_punctuation":
@@ -153,9 +155,25 @@ class CorpusConfig:
             if key not in known:
                 raise ConfigError(f"{where}.cleaning: unknown key '{key}' (known keys: {', '.join(known)})")
 
+    def _check_tokenized_ref(self, where: str) -> None:
+        if not self.tokenized_ref:
+            return
+        unknown = sorted(set(self.tokenized_ref) - {"url", "sha256"})
+        if unknown:
+            raise ConfigError(f"{where}: unknown key '{unknown[0]}' (known keys: url, sha256)")
+        url = self.tokenized_ref.get("url")
+        if not isinstance(url, str) or "{lang}" not in url:
+            raise ConfigError(
+                f"{where}.url: expected the file of each language with a {{lang}} placeholder, got {url!r}"
+            )
+        if not isinstance(self.tokenized_ref.get("sha256", {}), dict):
+            raise ConfigError(f"{where}.sha256: expected a mapping of language code to sum")
+
     def import_settings(self) -> dict[str, Any]:
-        """What fetching the corpus depends on: every key but ``cleaning`` and ``weight``, as a plain dict."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("cleaning", "weight")}
+        """What fetching the corpus depends on: every key but ``cleaning``, ``weight`` and ``tokenized_ref`` (fetched
+        by a rule of its own), as a plain dict."""
+        ignored = ("cleaning", "weight", "tokenized_ref")
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ignored}
 
     @property
     def location(self) -> str | None:

@@ -351,6 +351,10 @@ def check_data(data: DataRoles, corpora: dict[str, CorpusConfig], pairs: list[st
             if role in ("train", "mono") and name in data.eval_sets:
                 raise ConfigError(f"data.{role}: corpus '{name}' is also a dev/test set (data.dev, data.test)")
     for name, corpus in corpora.items():
+        if corpus.tokenized_ref and (name in data.train or name in data.mono):
+            raise ConfigError(
+                f"corpora.{name}.tokenized_ref: '{name}' is training data; test sets are scored against it"
+            )
         if name in data.train:
             continue
         # The monolingual corpora are cleaned together, by the cleaning section; dev and test sets are not filtered.

@@ -31,7 +31,7 @@ def test_distillation_errors_name_the_key(distillation, message):
 
 
 TSV = {"url": "v.tsv", "tsv_columns": {"en": 0}}
-VAL, MONO = (TINY["corpora"][name] for name in ("multi30k_val", "multi30k_mono1"))
+VAL, MONO, TEST = (TINY["corpora"][name] for name in ("multi30k_val", "multi30k_mono1", "test_2016_flickr"))
 
 
 @pytest.mark.parametrize(
@@ -63,6 +63,15 @@ VAL, MONO = (TINY["corpora"][name] for name in ("multi30k_val", "multi30k_mono1"
             "backtranslation.variants.bt.generation.method: 'nucleus' is not one of",
         ),
         ({"corpora": {**TINY["corpora"], "x": {"url": "https://a/b.txt"}}}, "corpora.x: 'https://a/b.txt' needs a"),
+        # An official tokenized reference: one file per language, and only for the sets that are scored.
+        (
+            {"corpora": {**TINY["corpora"], "test_2016_flickr": {**TEST, "tokenized_ref": {"url": "https://a/t.tok"}}}},
+            "corpora.test_2016_flickr.tokenized_ref.url: expected the file of each language with a {lang} placeholder",
+        ),
+        (
+            {"corpora": {**TINY["corpora"], "multi30k_train": {**TRAIN, "tokenized_ref": {"url": "https://a/{lang}"}}}},
+            "corpora.multi30k_train.tokenized_ref: 'multi30k_train' is training data",
+        ),
         # Per-corpus cleaning and weights: values checked as in the cleaning section, only for training corpora.
         (
             {"corpora": {**TINY["corpora"], "multi30k_train": {**TRAIN, "cleaning": {"max_ratio": -1}}}},
@@ -144,3 +153,13 @@ def test_check_config_merges_the_command_line_overrides():
     assert config["training"]["lr"] == TINY["training"]["lr"]  # the rest of the section as it was
     with pytest.raises(ConfigError, match=r"^key 'training.max_steps': 'many' is not of type 'integer'"):
         check_config(copy.deepcopy(TINY), SCHEMA_PATH, {"training": {"max_steps": "many"}})
+
+
+def test_an_unknown_key_of_a_tokenized_reference_is_one_line():
+    config = copy.deepcopy(TINY)
+    config["corpora"]["test_2016_flickr"]["tokenized_ref"]["sha"] = {}
+    with pytest.raises(ConfigError) as excinfo:
+        check_config(config, SCHEMA_PATH, {})
+    message = str(excinfo.value)
+    assert "key 'corpora.test_2016_flickr.tokenized_ref'" in message and "'sha' was unexpected" in message
+    assert "\n" not in message

@@ -127,7 +127,7 @@ def test_make_mirror_builds_a_mirror_the_tests_use(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     listed = [line.split() for line in (REPO / "tests" / "mirror.sha256").read_text().splitlines()]
-    assert len(listed) == 22
+    assert len(listed) == 23
     for sha256, url in listed:
         assert hash_file(mirror_path(url, tmp_path / "mirror")) == sha256
     # The tests read $NMT_MIRROR.

@@ -278,6 +278,37 @@ def test_wide_table_labels_data_and_several_test_sets(tmp_path):
     assert "EN-DE test\\_2016\\_flickr" in (tmp_path / "w.tex").read_text()
 
 
+def test_bleu_lc_tok_stands_beside_bleu_where_a_test_set_has_it(tmp_path):
+    """Only the test set scored against an official tokenized reference gets the column; no marks, and a note."""
+    records = [
+        {**record("tb", 30.0), "size": "base", "seed": 1, "bleu_lc_tok": 38.5},
+        {**record("tb", 31.0), "size": "base", "seed": 2, "bleu_lc_tok": 39.5},
+        {**record("tb", 20.0), "size": "base", "seed": 1, "testset": "newstest2017"},
+    ]
+    long = collected(tmp_path, records)
+    assert list(long.columns[8:12]) == ["bleu", "chrf", "ter", "bleu_lc_tok"]
+    summary = summarize_seeds(long)
+    flickr = summary[summary["testset"] == "test_2016_flickr"].iloc[0]
+    assert (flickr["bleu_lc_tok_mean"], flickr["bleu_lc_tok_std"]) == pytest.approx((39.0, 0.7071), abs=1e-4)
+    sig = pd.DataFrame(
+        [("tb", 1, m, 0.001) for m in ("bleu", "chrf", "ter")], columns=["model", "seed", "metric", "p_value"]
+    ).assign(pair="en-de", testset="test_2016_flickr", stage="baseline", direction="better")
+    table, notes = wide_table(summary, metrics=("bleu", "chrf"), significance=sig)
+    assert list(table.columns) == [
+        ("EN-DE newstest2017", "BLEU"),
+        ("EN-DE newstest2017", "chrF"),
+        ("EN-DE test_2016_flickr", "BLEU"),
+        ("EN-DE test_2016_flickr", "BLEU (lc tok)"),
+        ("EN-DE test_2016_flickr", "chrF"),
+    ]
+    assert table.loc["Transformer (base)"].tolist()[2:] == ["30.50 ± 0.71†", "39.00 ± 0.71", "50.00 ± 0.00†"]
+    assert notes[-1].startswith("BLEU (lc tok): ") and "multi-bleu.perl" in notes[-1]
+    # Without BLEU among the metrics there is nothing to stand beside; without any score, no column and no note.
+    assert [c for _, c in wide_table(summary, metrics=("ter",))[0].columns] == ["TER", "TER"]
+    plain, plain_notes = wide_table(summarize_seeds(collected(tmp_path, [record("tb", 30.0)])))
+    assert [c for _, c in plain.columns] == ["BLEU", "TER"] and plain_notes == []
+
+
 def test_wide_table_errors_are_one_line(tmp_path):
     summary = summarize_seeds(collected(tmp_path, [record("m", 20.0)]))
     with pytest.raises(ConfigError) as excinfo:

@@ -365,6 +365,9 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     singles = table[table["seed"] != "ensemble"]
     assert list(ensembles["parameters"]) == list(singles.groupby(["model", "stage"], sort=False)["parameters"].sum())
     assert table["bleu_signature"].str.startswith("nrefs:1|case:mixed|eff:no|tok:13a").all()
+    # test_2016_flickr has its official tokenized reference (tokenized_ref): BLEU as published papers count it too.
+    assert table["bleu_lc_tok"].between(0, 100).all()
+    assert table["bleu_lc_tok_signature"].str.startswith("nrefs:1|case:lc|eff:no|tok:none|smooth:none").all()
     seed1, seed2 = (
         json.loads((workdir / f"results/en-de/rnn/baseline/seed{n}/model/summary.json").read_text()) for n in (1, 2)
     )
@@ -394,7 +397,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     # The wide table of papers: systems x (pair, metric), in Markdown and LaTeX.
     wide = (workdir / "results/tables/table.md").read_text()
     header = wide.splitlines()[0]
-    assert [c.strip() for c in header.strip("|").split("|")] == ["system", "EN-DE BLEU", "EN-DE chrF", "EN-DE TER"]
+    columns = ["system", "EN-DE BLEU", "EN-DE BLEU (lc tok)", "EN-DE chrF", "EN-DE TER"]
+    assert [c.strip() for c in header.strip("|").split("|")] == columns and "\nBLEU (lc tok): " in wide
     assert len([line for line in wide.splitlines() if line.startswith("| ")]) == 1 + 14
     assert "±" in wide and "ensemble" in wide
     assert "\\toprule" in (workdir / "results/tables/table.tex").read_text()

@@ -101,18 +101,28 @@ def write_scores(
     system: dict[str, Any],
     training_summaries: list[str | Path],
     out_path: str | Path,
+    tok_ref_path: str | Path | None = None,
 ) -> dict[str, Any]:
     """Score a translation and write one flat JSON record for the result table.
 
     :param system: what identifies the row: pair, model, arch, data, test set, seed
     :param training_summaries: the ``summary.json`` of the model that translated, or of each model of an
         ensemble (then parameters and training time are the sums, steps and tokens/s the means)
+    :param tok_ref_path: the test set's official tokenized reference, if it has one: the record then also has
+        ``bleu_lc_tok`` (:mod:`nmt.evaluation.tokenized_bleu`) and its signature
     """
     summaries = [json.loads(Path(f).read_text()) for f in training_summaries]
     record: dict[str, Any] = dict(system)
     for name, value in score_files(hyp_path, ref_path, trg_lang).items():
         record[name] = value["score"]
         record[f"{name}_signature"] = value["signature"]
+    if tok_ref_path is not None:
+        # Imported here: sacremoses' tokenizer takes a while to import, and dev validation, which imports this
+        # module, never needs it.
+        from nmt.evaluation.tokenized_bleu import score_tokenized_files
+
+        score, signature = score_tokenized_files(hyp_path, tok_ref_path, trg_lang)
+        record["bleu_lc_tok"], record["bleu_lc_tok_signature"] = round(score, 2), signature
     for key in ("parameters", "train_seconds"):
         record[key] = sum(s[key] for s in summaries)
     for key in ("steps", "tokens_per_second"):

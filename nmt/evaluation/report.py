@@ -15,7 +15,7 @@ import pandas as pd
 from nmt.atomic import write_text
 from nmt.errors import DataError
 from nmt.evaluation.significance import SIGNIFICANCE_LEVEL, significance_frame
-from nmt.evaluation.tables import METRIC_NAMES, SIGNIFICANCE_MARKS
+from nmt.evaluation.tables import METRIC_NAMES, SCORES, SIGNIFICANCE_MARKS
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; font-size: 14px;
@@ -145,7 +145,7 @@ def _rounded(df: pd.DataFrame) -> pd.DataFrame:
         if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
             continue
         whole = values.dropna().eq(values.dropna().round()).all()
-        if whole and not column.endswith(("_mean", "_std")) and column not in ("bleu", "chrf", "ter"):
+        if whole and not column.endswith(("_mean", "_std")) and column not in SCORES:
             out[column] = values.map(lambda v: "" if pd.isna(v) else f"{int(v):,}")
         else:
             out[column] = values.map(lambda v: "" if pd.isna(v) else f"{v:.2f}")

@@ -18,12 +18,15 @@ log = logging.getLogger(__name__)
 
 # Columns in the order readers expect them; any other keys of the records follow.
 COLUMNS = (
-    "pair testset model arch size stage data seed bleu chrf ter parameters train_seconds "
+    "pair testset model arch size stage data seed bleu chrf ter bleu_lc_tok parameters train_seconds "
     "tokens_per_second steps device decode_device decode_precision"
 ).split()
 # What identifies a system on a test set, apart from its seed.
 SYSTEM = ["pair", "testset", "model", "arch", "size", "stage", "data"]
-SCORES = ["bleu", "chrf", "ter"]
+SCORES = ["bleu", "chrf", "ter", "bleu_lc_tok"]
+# Scored only for the test sets with an official tokenized reference (corpora.NAME.tokenized_ref): the wide table
+# shows it beside BLEU where it has a score, not as a metric of tables.metrics.
+TOKENIZED_BLEU = "bleu_lc_tok"
 COSTS = ["parameters", "train_seconds", "tokens_per_second"]
 # The seed of a record that scores the ensemble of all seeds' models.
 ENSEMBLE = "ensemble"
@@ -33,7 +36,7 @@ SIGNIFICANCE_MARKS = {"better": "†", "worse": "‖"}
 PUBLISHED_MARKS = ["*", "‡", "§", "¶"]
 PUBLISHED_KEYS = ["system", "citation", "pair", "testset", "measurement"]
 ARCH_NAMES = {"transformer": "Transformer", "rnn": "RNN", "convs2s": "ConvS2S"}
-METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER"}
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "bleu_lc_tok": "BLEU (lc tok)"}
 # Figures named after a pair and its systems: a seed's learning curves ({pair}.{model}.{stage}.seed{N}.png) and the
 # comparison of a pair's systems ({pair}.comparison.png).
 SYSTEM_PLOT = re.compile(r"[a-z]{2,3}-[a-z]{2,3}\.(comparison|\w+\.\w+\.seed\d+)\.png")
@@ -162,7 +165,8 @@ def wide_table(
     run, followed by ``†`` when the system is significantly better than the baseline or ``‖`` when it is
     significantly worse (p < 0.05 for every tested run of the row, all the same way; a lower TER is better), empty
     when there is no score. Published rows come first, labelled ``system [citation]`` plus a footnote marker per
-    kind of measurement.
+    kind of measurement. A test set with ``bleu_lc_tok`` scores (:data:`TOKENIZED_BLEU`) gets that column right
+    after its BLEU column, without significance marks (the bootstrap tests the sacreBLEU metrics), and a note.
 
     :param summary: the table of :func:`summarize_seeds`
     :param metrics: metric columns per pair, out of bleu, chrf, ter
@@ -170,26 +174,22 @@ def wide_table(
         testset, model, stage, seed, metric, p_value, direction (and baseline_arch, baseline_size, baseline_data,
         baseline_seed for the note)
     :param published: results from papers, each a dict with keys system, citation, pair, testset, measurement
-        (e.g. ``tokenized BLEU (multi-bleu.perl), not sacreBLEU``) and a value for some of ``metrics``
+        (e.g. ``tokenized BLEU (multi-bleu.perl), not sacreBLEU``) and a value for some of ``metrics`` or
+        ``bleu_lc_tok``
     :return: the table (index: system labels; columns: MultiIndex of ``EN-DE`` or ``EN-DE {testset}``, metric
         name) and its footnotes, one line each
     """
-    for m in metrics:
-        if m not in METRIC_NAMES:
-            raise ConfigError(f"wide table: unknown metric {m!r}, expected one of {', '.join(METRIC_NAMES)}")
     published = published or []
-    for i, result in enumerate(published):
-        for key in PUBLISHED_KEYS:
-            if key not in result:
-                raise ConfigError(f"published result {i + 1}: missing key {key!r}")
-
+    _check_wide_inputs(metrics, published)
     testsets = sorted(
         set(summary[["pair", "testset"]].itertuples(index=False, name=None))
         | {(r["pair"], r["testset"]) for r in published}
     )
     per_pair = pd.Series([p for p, _ in testsets]).value_counts()
     heading = {(p, t): p.upper() + (f" {t}" if per_pair[p] > 1 else "") for p, t in testsets}
-    columns = [(heading[p, t], METRIC_NAMES[m]) for p, t in testsets for m in metrics]
+    tokenized = _tokenized_testsets(summary, published) if "bleu" in metrics else set()
+    columns = [(heading[p, t], METRIC_NAMES[m]) for p, t in testsets for m in _shown(metrics, (p, t) in tokenized)]
+    filled = _shown(metrics, True)
 
     cells: dict[str, dict[tuple[str, str], str]] = {}
     notes = []
@@ -203,7 +203,7 @@ def wide_table(
             )
         label = f"{result['system']} [{result['citation']}]{marks[result['measurement']]}"
         row = cells.setdefault(label, {})
-        for m in metrics:
+        for m in filled:
             if result.get(m) is not None:
                 row[heading[result["pair"], result["testset"]], METRIC_NAMES[m]] = str(result[m])
 
@@ -211,7 +211,7 @@ def wide_table(
     tested = _significant(summary, significance, metrics) if significance is not None else {}
     for i, row in summary.iterrows():
         target = cells.setdefault(labels[i], {})
-        for m in metrics:
+        for m in filled:
             mean, std = row.get(f"{m}_mean"), row.get(f"{m}_std")
             if mean is None or pd.isna(mean):
                 continue
@@ -219,6 +219,8 @@ def wide_table(
             target[heading[row["pair"], row["testset"]], METRIC_NAMES[m]] = text + tested.get((i, m), "")
     if tested:
         notes.append(_significance_note(significance, set(tested.values())))
+    if tokenized:
+        notes.append(TOKENIZED_BLEU_NOTE)
 
     table = pd.DataFrame(
         [[row.get(c, "") for c in columns] for row in cells.values()],
@@ -226,6 +228,34 @@ def wide_table(
         columns=pd.MultiIndex.from_tuples(columns),
     )
     return table, notes
+
+
+def _check_wide_inputs(metrics: tuple[str, ...], published: list[dict[str, Any]]) -> None:
+    """Raise ConfigError on a metric the wide table does not know or a published result without a needed key."""
+    for m in metrics:
+        if m not in METRIC_NAMES:
+            raise ConfigError(f"wide table: unknown metric {m!r}, expected one of {', '.join(METRIC_NAMES)}")
+    for i, result in enumerate(published):
+        for key in PUBLISHED_KEYS:
+            if key not in result:
+                raise ConfigError(f"published result {i + 1}: missing key {key!r}")
+
+
+def _tokenized_testsets(summary: pd.DataFrame, published: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The (pair, test set)s where a system of ``summary`` or a published result has a :data:`TOKENIZED_BLEU` score."""
+    found = {(r["pair"], r["testset"]) for r in published if r.get(TOKENIZED_BLEU) is not None}
+    column = f"{TOKENIZED_BLEU}_mean"
+    if column in summary.columns:
+        scored = summary[summary[column].notna()]
+        found |= set(scored[["pair", "testset"]].itertuples(index=False, name=None))
+    return found
+
+
+def _shown(metrics: tuple[str, ...], tokenized: bool) -> list[str]:
+    """The metric columns of a test set: ``metrics``, with :data:`TOKENIZED_BLEU` after BLEU where ``tokenized``."""
+    if not tokenized or TOKENIZED_BLEU in metrics:
+        return list(metrics)
+    return [shown for m in metrics for shown in ((m, TOKENIZED_BLEU) if m == "bleu" else (m,))]
 
 
 def _system_labels(summary: pd.DataFrame) -> dict[Any, str]:
@@ -280,6 +310,15 @@ def _significance_note(significance: pd.DataFrame, used: set[str]) -> str:
         f"{marks} than the baseline system{baselines} at p < {SIGNIFICANCE_LEVEL} (better: a higher BLEU or chrF, "
         "a lower TER; sacreBLEU paired bootstrap resampling; over several seeds: for every seed, the same way)."
     )
+
+
+# The footnote of the BLEU (lc tok) column: what it counts and which figures it compares with (docs/results.md).
+TOKENIZED_BLEU_NOTE = (
+    "BLEU (lc tok): BLEU of the lowercased, punctuation-normalized, Moses-tokenized translation against the test "
+    "set's official tokenized reference (as multi-bleu.perl -lc counts it: sacreBLEU with tokenize none, lowercase, "
+    "no smoothing), the figure papers on these test sets publish (e.g. Multi30k's); BLEU is cased sacreBLEU on the "
+    "detokenized text. No significance marks: the paired bootstrap tests the sacreBLEU metrics."
+)
 
 
 def decoding_notes(long: pd.DataFrame) -> list[str]:

@@ -86,6 +86,21 @@ def get_corpus(wildcards):
     return EXPERIMENT.corpora[defined("corpora", wildcards.corpus, list(EXPERIMENT.corpora))]
 
 
+def get_tokenized_ref(wildcards):
+    """Input function of score_translations: the test set's official tokenized reference, where the config gives one."""
+    if not EXPERIMENT.corpora[wildcards.test].tokenized_ref:
+        return []
+    return [f"results/data/tokenized_ref/{wildcards.test}.{wildcards.trg}"]
+
+
+def get_tokenized_ref_source(wildcards):
+    """The URL and sha256 (or None) of one language's official tokenized reference of a corpus."""
+    settings = get_corpus(wildcards).tokenized_ref
+    if not settings:
+        sys.exit(f"error: corpora.{wildcards.corpus} has no tokenized_ref in the config")
+    return {"url": settings["url"].replace("{lang}", wildcards.lang), "sha256": settings.get("sha256", {}).get(wildcards.lang)}
+
+
 def get_corpus_settings(wildcards):
     """What fetching a corpus depends on (not its cleaning keys or weight: changing those fetches nothing)."""
     return get_corpus(wildcards).import_settings()

@@ -4,6 +4,7 @@
 localrules:
     fetch_archive,
     download_corpus,
+    download_tokenized_ref,
     render_cleaning_report,
 
 
@@ -44,6 +45,23 @@ rule download_corpus:
         "../../envs/nmt.yaml"
     script:
         "../scripts/download_corpus.py"
+
+
+# Fetch a test set's official tokenized reference in one language (corpora.NAME.tokenized_ref), which BLEU is scored
+# against as the test set's literature scores it.
+rule download_tokenized_ref:
+    output:
+        ref="results/data/tokenized_ref/{corpus}.{lang}",
+        manifest="results/data/tokenized_ref/{corpus}.{lang}.manifest.json",
+    params:
+        source=get_tokenized_ref_source,
+    log:
+        "results/logs/download_tokenized_ref/{corpus}.{lang}.log",
+    retries: 0
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/download_tokenized_ref.py"
 
 
 # Clean one training corpus of a pair (the cleaning section, with the corpus's own cleaning keys): normalize, filter,

@@ -36,11 +36,13 @@ rule translate_test:
         "../scripts/translate.py"
 
 
-# Score one translation with sacrebleu (BLEU, chrF, TER) and attach the training facts.
+# Score one translation with sacrebleu (BLEU, chrF, TER; BLEU against the official tokenized reference where the test
+# set has one) and attach the training facts.
 rule score_translations:
     input:
         hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
+        tok_ref=get_tokenized_ref,
         summaries=get_run_files("summary.json"),
     output:
         scores="results/{src}-{trg}/{model}/{stage}/{run}/scores/{test}.json",

@@ -1,4 +1,5 @@
-"""Rule score_translations: BLEU, chrF and TER of one translation, with the training facts of its model(s)."""
+"""Rule score_translations: BLEU, chrF and TER of one translation (and BLEU against the official tokenized reference
+where the test set has one), with the training facts of its model(s)."""
 
 from nmt.entry import entry_point
 from nmt.evaluation.metrics import write_scores
@@ -11,4 +12,5 @@ with entry_point(snakemake.log[0]):
         system=snakemake.params.system,
         training_summaries=list(snakemake.input.summaries),
         out_path=snakemake.output.scores,
+        tok_ref_path=snakemake.input.tok_ref[0] if snakemake.input.tok_ref else None,
     )
