@@ -9,6 +9,7 @@ from conftest import assert_one_line
 
 from nmt.errors import ConfigError, DataError
 from nmt.evaluation.tables import (
+    budget_notes,
     collect_scores,
     decoding_notes,
     remove_stale_results,
@@ -369,3 +370,31 @@ def test_tables_and_figures_of_systems_no_longer_configured_are_removed(tmp_path
     assert all(Path(p).is_file() for p in current + others) and not any(Path(p).exists() for p in gone + distillation)
     assert all(f"removing {p}" in caplog.text for p in gone + distillation)
     assert remove_stale_results("results", current, distillation=False) == [], "nothing left to remove"
+
+
+def test_budget_notes_say_what_a_models_systems_held_equal():
+    """A model trained on the parallel data and with back-translation gets a note: the updates held equal (or each
+    system's), and each system's training minutes; a model with one system gets none."""
+    row = dict(pair="en-de", testset="t", model="transformer", arch="transformer", size="small", seed=1)
+    long = pd.DataFrame(
+        [
+            {**row, "stage": "baseline", "data": "parallel", "steps": 5000, "train_seconds": 1800},
+            {**row, "stage": "baseline", "data": "parallel", "steps": 5000, "train_seconds": 1700, "seed": 2},
+            {**row, "stage": "bt", "data": "parallel+bt (greedy)", "steps": 5000, "train_seconds": 1902},
+            {
+                **row,
+                "model": "rnn",
+                "arch": "rnn",
+                "stage": "baseline",
+                "data": "parallel",
+                "steps": 1,
+                "train_seconds": 6,
+            },
+        ]
+    )
+    assert budget_notes(long) == [
+        "EN-DE Transformer (small): the systems trained 5,000 updates each (held equal); "
+        "training minutes: parallel 30.0; parallel+bt (greedy) 31.7."
+    ]
+    long.loc[2, "steps"] = 6000
+    assert "different numbers of updates: parallel 5,000; parallel+bt (greedy) 6,000" in budget_notes(long)[0]

@@ -415,9 +415,9 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     mono = json.loads((workdir / "results/en-de/data/mono/mono.report.json").read_text())
     assert mono["kept"] == 300 and mono["lines_in"] == 29000
     assert sorted(p.name for p in (bt / "parts").glob("*.de")) == ["0000.de", "0001.de", "0002.de"]
-    # Each training set encoded once: the parallel data both ways, each variant's mixture.
-    mixture = len((bt / "bt_sample_tagged/train.en").read_text().splitlines())
-    for stage, pairs in (("baseline", 400), ("reverse", 400), ("bt_sample_tagged", mixture)):
+    # Each training set encoded once: the parallel data both ways, each variant's real + synthetic corpora.
+    synthetic = len((bt / "bt_sample_tagged/synthetic.en").read_text().splitlines())
+    for stage, pairs in (("baseline", 400), ("reverse", 400), ("bt_sample_tagged", 400 + synthetic)):
         header = json.loads((workdir / f"results/en-de/data/bin/{stage}/train.json").read_text())
         assert header["pairs"] + header["dropped_by_length"] == pairs and header["src"]["dtype"] == "uint16"
     assert (bt / "reverse/model.pt").exists() and (bt / "reverse/src.model").exists()
@@ -428,8 +428,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         report = json.loads((bt / variant / "report.json").read_text())
         assert report["synthetic_in"] == 300 and report["real_pairs"] == 400 and report["upsample_real"] == upsample
         assert report["synthetic_pairs"] + sum(report["dropped"].values()) == 300
-        src = (bt / variant / "train.en").read_text().splitlines()
-        assert len(src) == 400 * upsample + report["synthetic_pairs"]
+        src = (bt / variant / "synthetic.en").read_text().splitlines()
+        assert len(src) == report["synthetic_pairs"]  # the real pairs train beside it, weighted by upsample_real
         assert sum(line.startswith("<BT> ") for line in src) == (report["synthetic_pairs"] if report["tagged"] else 0)
     assert "| en-de" in (workdir / "results/tables/scores.md").read_text()
     check_distillation(workdir)

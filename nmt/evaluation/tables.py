@@ -340,6 +340,32 @@ def decoding_notes(long: pd.DataFrame) -> list[str]:
     return [note]
 
 
+def budget_notes(long: pd.DataFrame) -> list[str]:
+    """A note per model trained on several data (the parallel data, back-translation variants): what its systems'
+    trainings held equal, the updates, or else how many each trained, with their training minutes (first seed).
+
+    :param long: the table of :func:`collect_scores`, with steps and train_seconds
+    """
+    if not {"steps", "train_seconds"} <= set(long.columns):
+        return []
+    singles = long[long["seed"].map(seed_kind) == "single"].drop_duplicates(["pair", "model", "stage"])
+    notes = []
+    for (pair, _), runs in singles.groupby(["pair", "model"], sort=False):
+        if len(runs) < 2:
+            continue
+        first = runs.iloc[0]
+        label = system_label(first["arch"], first["size"])
+        minutes = "; ".join(
+            f"{data} {seconds / 60:.1f}" for data, seconds in zip(runs["data"], runs["train_seconds"], strict=True)
+        )
+        steps = sorted(set(runs["steps"].astype(int)))
+        held = f"{steps[0]:,} updates each (held equal)" if len(steps) == 1 else "different numbers of updates: "
+        if len(steps) > 1:
+            held += "; ".join(f"{d} {n:,}" for d, n in zip(runs["data"], runs["steps"].astype(int), strict=True))
+        notes.append(f"{pair.upper()} {label}: the systems trained {held}; training minutes: {minutes}.")
+    return notes
+
+
 def _run_name(seed: Any) -> str:
     return ENSEMBLE if seed_kind(seed) == "ensemble" else f"seed{seed}"
 

@@ -6,6 +6,7 @@ from nmt.entry import entry_point
 from nmt.evaluation.report import write_result_pages
 from nmt.evaluation.significance import read_significance, significance_frame
 from nmt.evaluation.tables import (
+    budget_notes,
     collect_scores,
     decoding_notes,
     remove_stale_results,
@@ -25,6 +26,7 @@ with entry_point(snakemake.log[0]):
     wide, notes = wide_table(
         summary, tuple(tables.metrics), significance_frame(tests, long), published=tables.published
     )
+    notes += budget_notes(long)  # what a model's systems held equal: updates, else each one's
     notes += decoding_notes(long)  # runs decoded on different devices or in different precisions
     write_wide(wide, notes, snakemake.output.wide_md, snakemake.output.wide_tex, snakemake.output.wide_csv)
     write_result_pages(
