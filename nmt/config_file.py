@@ -198,6 +198,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
         check_stages(model, data, f"models.{name}")
     backtranslation = parse_backtranslation(config["backtranslation"], config["training"], models, data)
     check_stages(backtranslation.reverse, data, "backtranslation.reverse_model")
+    check_upsampling(backtranslation, models)
     distillation = parse_distillation(config["distillation"], models, backtranslation)
     tables = from_dict(TablesConfig, config["tables"], "tables")
     if tables.baseline is not None and tables.baseline not in models:
@@ -261,6 +262,21 @@ def check_stages(model: Model, data: DataRoles, where: str) -> None:
     stages = [{k: v for k, v in stage.items() if k != "data"} for stage in model.stages]
     if stages:
         from_dict(TrainConfig, {**dataclasses.asdict(model.training), "stages": stages}, f"{where}.training")
+
+
+def check_upsampling(backtranslation: Backtranslation, models: dict[str, Model]) -> None:
+    """Raise ConfigError on a variant's ``upsample_real`` that no training of it would use: every stage of a model
+    it trains sets its own data mix."""
+    for name, variant in backtranslation.variants.items():
+        if variant.synthetic.upsample_real == 1:
+            continue
+        for model in backtranslation.models:
+            stages = models[model].stages
+            if stages and all("data" in stage for stage in stages):
+                raise ConfigError(
+                    f"backtranslation.variants.{name}.upsample_real: '{model}' trains in stages that each set "
+                    "their data mix, so it would not apply; set the real share in the stages' data instead"
+                )
 
 
 def parse_backtranslation(

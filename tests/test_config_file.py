@@ -163,3 +163,37 @@ def test_an_unknown_key_of_a_tokenized_reference_is_one_line():
     message = str(excinfo.value)
     assert "key 'corpora.test_2016_flickr.tokenized_ref'" in message and "'sha' was unexpected" in message
     assert "\n" not in message
+
+
+def staged(*stages, variants=None):
+    """The tiny config with the Transformer's training stages replaced (and the back-translation variants)."""
+    model = {**TINY["models"]["transformer"], "training": {"stages": list(stages)}}
+    sections = {"models": {**TINY["models"], "transformer": model}}
+    if variants is not None:
+        sections["backtranslation"] = {**TINY["backtranslation"], "variants": variants}
+    return sections
+
+
+@pytest.mark.parametrize(
+    "sections, message",
+    [
+        (staged({"data": {"nosuch": 1}}), "models.transformer.training.stages[0].data.nosuch: not a training corpus"),
+        (staged({"data": {"real": 0}}), "stages[0].data.real: must be a share > 0, got 0"),
+        (staged({"data": {}}), "stages[0].data: must map corpus names to shares"),
+        (staged({"data": {"real": 1, "multi30k_train": 1}}), "stages[0].data: names 'real' and a training corpus"),
+        (staged({"max_steps": 5}, {"data": {"synthetic": 1}}), "stages[1].data: synthetic data only"),
+        (staged("fast"), "stages[0]: must be a mapping of training keys and a data mix"),
+        (staged({"data": {"real": 1}, "nosuch": 2}), "unknown key 'nosuch'"),
+        (
+            staged({"data": {"real": 1}}, variants={"bt": {"upsample_real": 2}}),
+            "backtranslation.variants.bt.upsample_real: 'transformer' trains in stages that each set their data mix",
+        ),
+    ],
+)
+def test_training_stage_errors_name_the_key(sections, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        experiment_of(**sections)
+
+
+def test_a_stage_without_data_keeps_upsample_real_meaningful():
+    experiment_of(**staged({"max_steps": 5}, {"data": {"real": 1}}, variants={"bt": {"upsample_real": 2}}))

@@ -50,7 +50,7 @@ def test_tiny_config_systems_and_runs():
     assert [experiment.describe_data(stage) for stage in experiment.stages] == [
         "parallel",
         "parallel+bt (beam2)",
-        "parallel+bt (sample-top5, tagged, real x2)",
+        "parallel+bt (sample-top5, tagged)",
         "distilled (transformer tiny, beam2)",
     ]
 
@@ -122,7 +122,7 @@ def test_backtranslation_settings():
     # Each part of the monolingual text samples with its own seed.
     assert [experiment.generation("bt_sample_tagged", part).seed for part in ("0000", "0002")] == [1, 3]
     assert experiment.generation("bt_beam", "0001").beam_size == 2
-    assert experiment.synthetic("bt_sample_tagged").upsample_real == 2
+    assert experiment.synthetic("bt_sample_tagged").tagged
     assert experiment.model_meta("en", "de", "bt_sample_tagged") == ModelMeta("en", "de", True, tagged_bt=True)
     assert experiment.model_meta("en", "de", "bt_beam") == ModelMeta("en", "de", True, tagged_bt=False)
     assert experiment.reverse_meta("en", "de") == ModelMeta("de", "en", True, tagged_bt=False)
@@ -169,12 +169,13 @@ def test_corpora_with_their_own_cleaning_and_weights():
     assert (other.langid, other.max_ratio, other.max_pairs) == (True, 3.0, 400)
     assert other == experiment.cleaning, "a corpus without its own keys is cleaned by the section"
     # The weights, by corpus name (training matches them to the binarized corpora): the systems on
-    # the parallel data and the reverse model; a back-translation variant's corpus is one mixed file.
-    weights = experiment.corpus_weights
+    # the parallel data and the reverse model; a back-translation system's real corpora times upsample_real,
+    # beside its synthetic corpus drawn once.
+    weights = experiment.corpus_weights()
     assert list(weights.values()) == [0.5, 3.0] and list(weights) == list(experiment.data.train)
-    assert experiment.training("transformer", 1, "de", "baseline").corpus_weights == weights
-    assert experiment.training("transformer", 1, "de").corpus_weights == weights
-    assert experiment.training("transformer", 1, "de", "bt_beam").corpus_weights is None
+    assert experiment.training("rnn", 1, "de", "baseline").corpus_weights == weights
+    assert experiment.training("rnn", 1, "de").corpus_weights == weights
+    assert experiment.corpus_weights("bt_beam") == {**weights, "synthetic": 1}
     assert experiment.reverse_training("en").corpus_weights == weights
     # Fetching depends on neither: the download jobs' params are those of a corpus without them.
     assert experiment.corpora["flickr_extra"].import_settings()["url"] == "https://example.org/extra.{lang}.gz"
@@ -183,5 +184,33 @@ def test_corpora_with_their_own_cleaning_and_weights():
 
 def test_without_weights_training_is_unweighted():
     experiment = experiment_of()
-    assert experiment.corpus_weights is None and experiment.training("rnn", 1, "de").corpus_weights is None
+    assert experiment.corpus_weights() is None and experiment.training("rnn", 1, "de").corpus_weights is None
+    assert experiment.corpus_weights("bt_beam") is None and experiment.corpus_weights("distilled") is None
+
+
+def test_upsample_real_is_a_weight_of_the_real_corpora():
+    variants = {"bt": {"generation": {"method": "greedy"}, "upsample_real": 2}}
+    experiment = experiment_of(
+        models={"rnn": TINY["models"]["rnn"]},
+        backtranslation={**TINY["backtranslation"], "models": ["rnn"], "variants": variants},
+    )
+    assert experiment.training("rnn", 1, "de", "bt").corpus_weights == {"multi30k_train": 2, "synthetic": 1}
+
+
+def test_training_stages_resolve_their_data_mix_per_system():
+    """real and synthetic become shares per corpus; the baseline trains the same stages on the real share alone;
+    a stage without data draws by the corpus weights; every other key of a stage is passed on."""
+    experiment = experiment_of()
+    stages = experiment.training("transformer", 2, "de", "bt_beam").stages
+    assert stages == [
+        {"max_steps": 20, "mix": {"multi30k_train": 0.5, "synthetic": 0.5}},
+        {"max_steps": 20, "lr": 0.001, "mix": {"multi30k_train": 1.0}},
+    ]
+    baseline = experiment.training("transformer", 2, "de")
+    assert baseline.stages == [{"max_steps": 20, "mix": {"multi30k_train": 0.5}}, stages[1]]
+    assert baseline.corpus_weights is None and baseline.seed == 2
+    assert experiment.training("rnn", 1, "de").stages is None
+    model = {**TINY["models"]["transformer"], "training": {"stages": [{"max_steps": 5}, {"data": {"real": 1}}]}}
+    staged = experiment_of(models={**TINY["models"], "transformer": model}).training("transformer", 1, "de", "bt_beam")
+    assert staged.stages == [{"max_steps": 5, "corpus_weights": None}, {"mix": {"multi30k_train": 1.0}}]
     assert experiment.corpus_cleaning("multi30k_train") == experiment.cleaning
