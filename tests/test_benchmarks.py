@@ -140,6 +140,54 @@ def test_compare_toolkits_prepares_multi30k_from_the_mirror(tmp_path):
     pieces = task.pieces("test", "src").read_text(encoding="utf-8").splitlines()
     assert set(" ".join(pieces).split()) <= set(vocab) | {"<unk>"}
     assert task.decode_pieces(pieces[:3]) == task.lines("test", "src")[:3]
+    # A peer on a pipeline run's pieces (benchmarks/peer_recipe.py): the given model cuts them, all of val is dev.
+    given = prepare_multi30k(tmp_path, MIRROR, dev_sentences=None, spm_model=task.spm_model)
+    assert given.root != task.root and len(given.lines("dev", "src")) == 1014
+    assert given.vocab.read_text(encoding="utf-8") == task.vocab.read_text(encoding="utf-8")
+    assert given.pieces("test", "src").read_text(encoding="utf-8").splitlines() == pieces
+
+
+def test_the_harness_counts_the_cpu_time_of_a_command_and_its_children(tmp_path):
+    """The peer's budget is CPU time: measure.py reports user + system time, the waited-for children's included."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from toolkits.command import Command, run_measured
+    finally:
+        sys.path.pop(0)
+    burn = "import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.3: pass"
+    child = f"import subprocess, sys; subprocess.run([sys.executable, '-S', '-c', {burn!r}], check=True)"
+    measured = run_measured(Command([sys.executable, "-S", "-c", child]), tmp_path / "burn.log")
+    assert measured.cpu_seconds >= 0.3
+
+
+def test_peer_recipe_states_transformer_tiny_as_fairseq_defines_it_with_the_papers_training():
+    """fairseq 0.12's tiny_architecture over base_architecture (transformer_legacy.py), trained as Wu et al. (2021)
+    train it; the benchmark's own model keeps its pre-norm options."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from toolkits.fairseq import TRANSFORMER_TINY, Recipe, _train_options
+        from toolkits.task import Setup
+    finally:
+        sys.path.pop(0)
+    argv = _train_options(TRANSFORMER_TINY)
+    options = {key: value for key, value in zip(argv, [*argv[1:], None], strict=True) if key.startswith("--")}
+    assert {key: options[f"--{key}"] for key in ("arch", "encoder-embed-dim", "encoder-ffn-embed-dim")} == {
+        "arch": "transformer_tiny",
+        "encoder-embed-dim": "64",
+        "encoder-ffn-embed-dim": "64",
+    }
+    sizes = ("encoder-layers", "decoder-layers", "encoder-attention-heads", "decoder-attention-heads")
+    assert [options[f"--{key}"] for key in sizes] == ["2", "2", "2", "2"]
+    assert "--encoder-normalize-before" not in options and "--share-all-embeddings" in options
+    assert [options[f"--{key}"] for key in ("attention-dropout", "activation-dropout", "dropout")] == [
+        "0.0",
+        "0.0",
+        "0.3",
+    ]
+    training = ("lr", "warmup-updates", "lr-scheduler", "max-tokens", "label-smoothing", "adam-betas")
+    assert [options[f"--{key}"] for key in training] == ["0.005", "2000", "inverse_sqrt", "4096", "0.1", "(0.9, 0.98)"]
+    assert "--max-update" not in options  # the caller says when to stop: updates, or CPU time
+    assert "--encoder-normalize-before" in _train_options(Recipe.of(Setup()))
 
 
 def test_search_quality_reports_every_search_of_the_trained_model(trained_model, toy_corpus):

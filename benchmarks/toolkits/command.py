@@ -36,6 +36,7 @@ class Command:
 class Measured:
     seconds: float
     peak_rss_mb: float
+    cpu_seconds: float  # user + system, the process's children included
 
 
 class Toolkit(Protocol):
@@ -70,9 +71,9 @@ MEASURE = Path(__file__).with_name("measure.py")
 
 
 def run_measured(command: Command, log: Path) -> Measured:
-    """Run ``command`` and return its wall time and the peak RSS of its process.
+    """Run ``command`` and return its wall time, CPU time and the peak RSS of its process.
 
-    Both are measured by ``measure.py``, a small process that starts the command: a process forked by the
+    All are measured by ``measure.py``, a small process that starts the command: a process forked by the
     harness itself would report at least the harness's RSS as its peak.
 
     :raises CommandFailed: with the end of ``log`` if the command exits non-zero
@@ -95,7 +96,7 @@ def run_measured(command: Command, log: Path) -> Measured:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
         raise CommandFailed(f"{command.argv[0]} ... exited with {done.returncode}; {log}:\n" + "\n".join(tail))
     result = json.loads(measured.read_text(encoding="utf-8"))
-    return Measured(result["seconds"], result["peak_rss_mb"])
+    return Measured(result["seconds"], result["peak_rss_mb"], result["cpu_seconds"])
 
 
 TORCH = "torch==2.13.0"

@@ -8,12 +8,13 @@ Hypotheses in pieces are decoded back to text with the same model before scoring
 
 import gzip
 import random
+import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import sentencepiece as spm
 
-from nmt.atomic import write_text
+from nmt.atomic import hash_file, write_text
 from nmt.config import SubwordConfig
 from nmt.data.download import download
 from nmt.data.subword import load_subword, train_subword
@@ -113,12 +114,27 @@ class Task:
         return self.decode_pieces(lines)
 
 
-def prepare_multi30k(work: Path, mirror: Path | None, vocab_size: int = 8000, dev_sentences: int = 100) -> Task:
+def prepare_multi30k(
+    work: Path,
+    mirror: Path | None,
+    vocab_size: int = 8000,
+    dev_sentences: int | None = 100,
+    spm_model: Path | None = None,
+) -> Task:
     """Multi30k en->de (train, the first ``dev_sentences`` of val, test_2016_flickr) through nmt's download code.
 
     :param mirror: a ``wget -x`` mirror (e.g. ``../shared/data/mirror``); None downloads from the web
+    :param dev_sentences: None: all of val
+    :param spm_model: a joint sentencepiece model to cut the pieces with (e.g. a pipeline run's, so that a peer
+        trains on that run's pieces) instead of one learnt here with ``vocab_size`` pieces
     """
-    task = Task("multi30k", work / f"multi30k-bpe{vocab_size}", "en", "de")
+    name = f"multi30k-bpe{vocab_size}" if spm_model is None else f"multi30k-spm{hash_file(spm_model)[:12]}"
+    task = Task(
+        "multi30k", work / (name if dev_sentences == 100 else f"{name}-dev{dev_sentences or 'all'}"), "en", "de"
+    )
+    if spm_model is not None and not task.spm_model.exists():
+        task.root.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(spm_model, task.spm_model)
     for split, name in MULTI30K_FILES.items():
         for side in ("src", "trg"):
             out = task.raw(split, side)
@@ -130,7 +146,7 @@ def prepare_multi30k(work: Path, mirror: Path | None, vocab_size: int = 8000, de
                 download(f"{MULTI30K}/{name}.{lang}.gz", packed, mirror=mirror)
             with gzip.open(packed, "rt", encoding="utf-8") as f:
                 lines = f.read().splitlines()
-            _write_lines(out, lines[:dev_sentences] if split == "dev" else lines)
+            _write_lines(out, lines[:dev_sentences] if split == "dev" and dev_sentences is not None else lines)
     _prepare_subwords(task, vocab_size)
     return task
 
@@ -157,13 +173,14 @@ def _prepare_subwords(task: Task, vocab_size: int) -> None:
     """Learn the joint sentencepiece model and write the piece files and the vocabulary (once)."""
     if task.vocab.exists():
         return
-    train_subword(
-        [task.raw("train", "src")],
-        [task.raw("train", "trg")],
-        task.spm_model,
-        task.root / "spm.trg.model",
-        SubwordConfig(vocab_size=vocab_size),
-    )
+    if not task.spm_model.exists():  # a given model was copied here by the caller
+        train_subword(
+            [task.raw("train", "src")],
+            [task.raw("train", "trg")],
+            task.spm_model,
+            task.root / "spm.trg.model",
+            SubwordConfig(vocab_size=vocab_size),
+        )
     sp = load_subword(task.spm_model)
     for split in SPLITS:
         for side in ("src", "trg"):
