@@ -48,4 +48,5 @@ rule all:
         "results/tables/table.md",
         system_plots(),
         report_pages(),
+        round_tables(),
         ["results/tables/distillation.md"] if KD else [],

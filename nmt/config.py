@@ -193,6 +193,16 @@ class CorpusConfig:
             return f"{location}, column {self.tsv_columns.get(lang)}"
         return location
 
+    def provides(self, lang: str) -> bool:
+        """Whether the corpus can have a side in ``lang``: a TSV file's columns, an OPUS pair or sacreBLEU language
+        pair, or a file name (URL, path or archive member) with ``{lang}`` (whether that file exists, its download
+        finds out). A file named without ``{lang}`` holds one language, which the config does not name."""
+        if self.tsv_columns:
+            return lang in self.tsv_columns
+        if self.importer in ("opus", "sacrebleu"):
+            return lang in (self.pair if self.importer == "opus" else self.langpair).split("-")
+        return "{lang}" in f"{self.location} {self.member or ''}"
+
     @property
     def archived(self) -> bool:
         """Whether one fetched file (archive or TSV) serves every language, so it is fetched once."""

@@ -197,6 +197,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     for name, model in models.items():
         check_stages(model, data, f"models.{name}")
     backtranslation = parse_backtranslation(config["backtranslation"], config["training"], models, data)
+    check_source_mono(backtranslation, data, corpora, config["pairs"])
     check_stages(backtranslation.reverse, data, "backtranslation.reverse_model")
     check_upsampling(backtranslation, models)
     distillation = parse_distillation(config["distillation"], models, backtranslation)
@@ -302,7 +303,25 @@ def parse_backtranslation(
         max_sentences=section["max_sentences"],
         chunk_lines=section["chunk_lines"],
         seed=section["seed"],
+        iterations=section["iterations"],
     )
+
+
+def check_source_mono(
+    backtranslation: Backtranslation, data: DataRoles, corpora: dict[str, CorpusConfig], pairs: list[str]
+) -> None:
+    """Raise ConfigError when iterative back-translation (``iterations`` >= 2) lacks source-language monolingual
+    text: its forward models translate the data.mono corpora's source-language side, so each must have one."""
+    if not backtranslation.later_rounds:
+        return
+    for src in dict.fromkeys(pair.split("-")[0] for pair in pairs):
+        for name in data.mono:
+            if not corpora[name].provides(src):
+                raise ConfigError(
+                    f"backtranslation.iterations: {backtranslation.iterations} rounds translate source-language "
+                    f"({src}) monolingual text, but corpora.{name} of data.mono has no '{src}' side; give data.mono "
+                    "corpora with both languages, or set iterations: 1"
+                )
 
 
 def parse_distillation(

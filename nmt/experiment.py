@@ -78,19 +78,27 @@ class Variant:
     generation: DecodeConfig
     synthetic: SyntheticConfig
 
-    def describe(self) -> str:
-        """The data column of the result table, e.g. ``parallel+bt (sample-top10, tagged, real x2)``."""
+    def describe(self, iterations: int = 1) -> str:
+        """The data column of the result table, e.g. ``parallel+bt (sample-top10, tagged, real x2, 2 iterations)``."""
         details = [self.generation.describe()]
         if self.synthetic.tagged:
             details.append("tagged")
         if self.synthetic.upsample_real > 1:
             details.append(f"real x{self.synthetic.upsample_real}")
+        if iterations > 1:
+            details.append(f"{iterations} iterations")
         return f"parallel+bt ({', '.join(details)})"
 
 
 @dataclass(frozen=True)
 class Backtranslation:
-    """The reverse (target-to-source) model, the monolingual sample, and the variants the listed models train on."""
+    """The reverse (target-to-source) model, the monolingual sample, and the variants the listed models train on.
+
+    With ``iterations`` N > 1 (iterative back-translation, Hoang et al. 2018), rounds 2..N of each variant train a
+    forward model (``reverse``'s settings, source-to-target) on the real corpora and the previous round's synthetic
+    corpus, forward-translate the source-language monolingual sample, train a new reverse model on the real corpora
+    and those pairs reversed, and back-translate the target-language sample again; the variant's systems train on
+    round N's corpus."""
 
     models: tuple[str, ...]
     reverse: Model
@@ -98,6 +106,12 @@ class Backtranslation:
     max_sentences: int | None
     chunk_lines: int
     seed: int
+    iterations: int = 1
+
+    @property
+    def later_rounds(self) -> list[int]:
+        """The rounds after the first (none without iterative back-translation)."""
+        return list(range(2, self.iterations + 1)) if self.models else []
 
 
 @dataclass(frozen=True)
@@ -250,6 +264,14 @@ class Experiment:
         training = dataclasses.replace(reverse.training, trg_lang=trg_lang, corpus_weights=self.corpus_weights())
         return self._staged(training, reverse.stages, synthetic=False)
 
+    def round_training(self, variant: str, trg_lang: str) -> TrainConfig:
+        """The training of a later round's forward or reverse model (:class:`Backtranslation`): the reverse model's
+        settings, translating into ``trg_lang``, on the real corpora and a synthetic corpus of ``variant`` weighted
+        as the variant's systems weight theirs (its stages' ``synthetic`` share drawn from that corpus)."""
+        reverse = self.backtranslation.reverse
+        training = dataclasses.replace(reverse.training, trg_lang=trg_lang, corpus_weights=self.corpus_weights(variant))
+        return self._staged(training, reverse.stages, synthetic=True)
+
     def corpus_weights(self, stage: str = BASELINE) -> dict[str, float] | None:
         """How often each corpus of a stage's training data is drawn per epoch, by name: each training corpus's
         ``weight`` (times a variant's ``upsample_real``), the synthetic corpus once; None when every weight is 1.
@@ -321,6 +343,11 @@ class Experiment:
         """What the pair's reverse (target-to-source) model records: it translates the cleaned target-language text."""
         return ModelMeta(trg, src, self.cleaning.normalize_punctuation)
 
+    def round_meta(self, src: str, trg: str, variant: str) -> ModelMeta:
+        """What a later round's model translating ``src`` into ``trg`` records: its synthetic sources carry the tag
+        when the variant's do."""
+        return ModelMeta(src, trg, self.cleaning.normalize_punctuation, self.synthetic(variant).tagged)
+
     def synthetic(self, variant: str) -> SyntheticConfig:
         """How a variant's synthetic corpus is filtered and mixed with the real one."""
         return self.backtranslation.variants[variant].synthetic
@@ -339,7 +366,7 @@ class Experiment:
         if stage == DISTILLED:
             teacher = self.models[self.distillation.teacher]
             return self.distillation.describe(f"{teacher.arch} {teacher.size}".strip())
-        return self.backtranslation.variants[stage].describe()
+        return self.backtranslation.variants[stage].describe(self.backtranslation.iterations)
 
     def system_row(self, pair: str, test: str, run: Run, hyp: str, ref: str) -> dict[str, Any]:
         """What identifies a row of the result table, and its translation ``hyp`` of the reference ``ref``

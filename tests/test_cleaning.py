@@ -348,6 +348,24 @@ def test_monolingual_and_parallel_cleaning_run_one_filter_chain(tmp_path: Path) 
     assert read_lines(tmp_path / "o.de") == read_lines(tmp_path / "out" / "train.de") == ["Eine Katze schläft."]
 
 
+def test_source_side_cleaning_drops_the_training_sources(tmp_path: Path) -> None:
+    """Iterative back-translation's forward model translates source-language text: a sentence of the training
+    corpora's source side (compared once normalized, as dev/test sentences are) is dropped and counted as in_train,
+    after in_eval and before duplicate; a target-side cleaning has no such filter."""
+    train = [write_lines(tmp_path / "train.en", ["A dog runs.", "Two cats sleep."])]
+    train.append(write_lines(tmp_path / "extra.en", ["A bird sings."]))
+    dev = write_lines(tmp_path / "dev.en", ["A man walks."])
+    lines = ["A  dog runs.", "A man walks.", "A bird sings.", "A bird sings.", "Two dogs play.", "Two dogs play."]
+    mono = write_lines(tmp_path / "mono.en", lines)
+    config = CleanConfig()
+    report = clean_monolingual([mono], tmp_path / "o.en", tmp_path / "r.json", config, "en", [dev], exclude_train=train)
+    assert read_lines(tmp_path / "o.en") == ["Two dogs play."]
+    assert {k: v for k, v in report["dropped"].items() if v} == {"in_train": 3, "in_eval": 1, "duplicate": 1}
+    assert report["kept"] == 1 and json.loads((tmp_path / "r.json").read_text()) == report
+    target_side = clean_monolingual([mono], tmp_path / "o.en", tmp_path / "r.json", config, "en", [dev])
+    assert "in_train" not in target_side["dropped"] and target_side["kept"] == 3
+
+
 def test_clean_monolingual_sample_is_seeded_and_keeps_order(tmp_path: Path) -> None:
     mono = write_lines(tmp_path / "mono.de", [f"Satz {i}" for i in range(1000)])
 

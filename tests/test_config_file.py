@@ -32,6 +32,8 @@ def test_distillation_errors_name_the_key(distillation, message):
 
 TSV = {"url": "v.tsv", "tsv_columns": {"en": 0}}
 VAL, MONO, TEST = (TINY["corpora"][name] for name in ("multi30k_val", "multi30k_mono1", "test_2016_flickr"))
+ITERATED = {**TINY["backtranslation"], "iterations": 2}
+ONE_LANGUAGE = {"importer": "local", "path": "news.tgz", "member": "news.de"}  # a member named without {lang}
 
 
 @pytest.mark.parametrize(
@@ -50,6 +52,19 @@ VAL, MONO, TEST = (TINY["corpora"][name] for name in ("multi30k_val", "multi30k_
         ({"backtranslation": {"models": ["lstm"]}}, "backtranslation.models: 'lstm' is not a key of models"),
         ({"data": {**DATA, "mono": []}}, "backtranslation.models: back-translation needs monolingual corpora"),
         ({"tables": {"baseline": "lstm"}}, "tables.baseline: 'lstm' is not a key of models"),
+        # Iterative back-translation translates the monolingual corpora's source side: each must have one.
+        (
+            {
+                "backtranslation": ITERATED,
+                "corpora": {**TINY["corpora"], "multi30k_mono1": {"url": "m.tsv", "tsv_columns": {"de": 0}}},
+            },
+            "backtranslation.iterations: 2 rounds translate source-language (en) monolingual text, but corpora."
+            "multi30k_mono1 of data.mono has no 'en' side; give data.mono corpora with both languages, or set",
+        ),
+        (
+            {"backtranslation": ITERATED, "corpora": {**TINY["corpora"], "multi30k_mono1": ONE_LANGUAGE}},
+            "corpora.multi30k_mono1 of data.mono has no 'en' side",
+        ),
         # Values the schema lets through and nmt's dataclasses reject.
         ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
         ({"models": {"t": {"arch": "rnn", "size": "huge"}}}, "models.t.size: 'huge' is not a rnn size"),
@@ -99,6 +114,15 @@ def test_errors_are_one_line_naming_the_key(sections, message):
     with pytest.raises(ConfigError) as excinfo:
         experiment_of(**sections)
     assert message in str(excinfo.value) and "\n" not in str(excinfo.value)
+
+
+def test_iterated_backtranslation_needs_no_source_side_without_models():
+    """Without back-translation models there is nothing to iterate: iterations is no error, and no later round."""
+    no_models = {**ITERATED, "models": []}
+    experiment = experiment_of(backtranslation=no_models, corpora={**TINY["corpora"], "multi30k_mono1": ONE_LANGUAGE})
+    assert experiment.backtranslation.later_rounds == []
+    opus = {"importer": "opus", "corpus": "X", "version": "v1", "pair": "de-en"}
+    assert experiment_of(backtranslation=ITERATED, corpora={**TINY["corpora"], "multi30k_mono1": opus})
 
 
 def test_command_line_overrides_are_read_as_yaml():

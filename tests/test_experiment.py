@@ -131,6 +131,29 @@ def test_backtranslation_settings():
     ]
 
 
+def test_iterative_backtranslation_rounds():
+    """Rounds 2..N train with the reverse model's settings on the variant's data (weights, tag) in either direction;
+    one round (the default), or no back-translation models, has no later round."""
+    assert experiment_of().backtranslation.later_rounds == []
+    assert (
+        experiment_of(
+            backtranslation={**TINY["backtranslation"], "models": [], "iterations": 3}
+        ).backtranslation.later_rounds
+        == []
+    )
+    experiment = experiment_of(backtranslation={**TINY["backtranslation"], "iterations": 3})
+    assert experiment.backtranslation.later_rounds == [2, 3]
+    forward, reverse = (experiment.round_training("bt_sample_tagged", lang) for lang in ("de", "en"))
+    assert (forward.trg_lang, reverse.trg_lang) == ("de", "en")
+    # The real pairs upsampled as the variant says, beside the synthetic corpus; the reverse model's training keys.
+    assert forward.corpus_weights == reverse.corpus_weights == {"multi30k_train": 2, "synthetic": 1}
+    assert forward.max_steps == experiment.reverse_training("en").max_steps
+    assert experiment.round_training("bt_beam", "de").corpus_weights is None
+    assert experiment.round_meta("de", "en", "bt_sample_tagged") == ModelMeta("de", "en", True, tagged_bt=True)
+    assert experiment.round_meta("en", "de", "bt_beam") == ModelMeta("en", "de", True, tagged_bt=False)
+    assert experiment.describe_data("bt_sample_tagged") == "parallel+bt (sample-top5, tagged, real x2, 3 iterations)"
+
+
 def test_system_row():
     experiment = experiment_of()
     row = experiment.system_row("en-de", "test", Run("transformer", "bt_beam", "seed2"), "hyp.de", "ref.de")

@@ -169,6 +169,15 @@ def test_presets_validate_and_dry_run(tmp_path, preset):
             {"backtranslation": {"models": ["rnn"], "reverse_model": {"arch": "rnn", "layers": 2}}},
             "backtranslation.reverse_model: unknown key 'layers'",
         ),
+        ({"backtranslation": {"iterations": 0}}, "key 'backtranslation.iterations': 0 is less than the minimum of 1"),
+        (
+            {
+                "backtranslation": {"models": ["rnn"], "iterations": 2},
+                "corpora": {"multi30k_mono1": {"url": "https://example.org/mono.tsv", "tsv_columns": {"de": 0}}},
+            },
+            "backtranslation.iterations: 2 rounds translate source-language (en) monolingual text, but "
+            "corpora.multi30k_mono1 of data.mono has no 'en' side",
+        ),
     ],
 )
 def test_config_errors_name_the_key(tmp_path, override, message):
@@ -183,6 +192,52 @@ def test_config_errors_name_the_key(tmp_path, override, message):
     notice, line = out.stderr.strip().splitlines()
     assert notice.startswith("Using workflow specific profile") and "profiles/default" in notice, out.stderr
     assert line.startswith("config error: ") and message in line, out.stderr
+
+
+def planned_inputs(stdout: str) -> dict[tuple[str, str], list[str]]:
+    """(rule, first output) -> inputs of each job of a dry run's output."""
+    jobs = {}
+    for rule, block in re.findall(r"^(?:local)?(?:rule|checkpoint) (\w+):\n((?:    .*\n)+)", stdout, flags=re.M):
+        fields = dict(re.findall(r"^    (\w+): (.*)$", block, flags=re.M))
+        jobs[rule, fields.get("output", "").split(", ")[0]] = fields.get("input", "").split(", ")
+    return jobs
+
+
+def test_iterative_backtranslation_plans_a_second_round(tmp_path):
+    """iterations: 2: per variant, a forward model trains on the real corpora and round 1's synthetic corpus, a new
+    reverse model on the real corpora and the forward-translated pairs reversed (the translations its sources), and
+    the variant's systems on round 2's synthetic corpus; the source-language sample leaves out the training sources.
+    (The jobs that translate parts join once the split checkpoints have run.)"""
+    (tmp_path / "config.yaml").write_text((TINY / "config.yaml").read_text())
+    out = snakemake("-n", "--config", f"mirror={MIRROR}", "backtranslation={iterations: 2}", workdir=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    jobs = planned_inputs(out.stdout)
+    counts = Counter(rule for rule, _ in jobs)
+    rounds = {
+        "clean_source_monolingual": 1,
+        "split_source_monolingual": 1,
+        "binarize_round_corpus": 4,
+        "train_round_model": 4,
+        "build_forward_corpus": 2,
+        "build_round_corpus": 2,
+        "tabulate_rounds": 2,
+    }
+    assert {rule: counts[rule] for rule in rounds} == rounds
+    assert counts["train_model"] == 7 * 2 and counts["train_reverse_model"] == 1  # the systems and round 1 as before
+    bt, clean = "results/en-de/backtranslation/bt_beam", "results/en-de/data/clean/multi30k_train"
+    assert f"{clean}.en" in jobs["clean_source_monolingual", "results/en-de/data/mono/mono.en"]
+    forward = jobs["binarize_round_corpus", "results/en-de/data/bin/bt_beam/round2/forward/train.json"]
+    assert forward[:4] == [f"{clean}.en", f"{bt}/synthetic.en", f"{clean}.de", f"{bt}/synthetic.de"]
+    reverse = jobs["binarize_round_corpus", "results/en-de/data/bin/bt_beam/round2/reverse/train.json"]
+    translated = f"{bt}/round2/forward_corpus/synthetic"  # the forward model's German: the reverse model's sources
+    assert reverse[:4] == [f"{clean}.de", f"{translated}.de", f"{clean}.en", f"{translated}.en"]
+    assert (
+        "results/en-de/data/bin/bt_beam/round2/reverse/train.json"
+        in jobs["train_round_model", f"{bt}/round2/reverse/model.pt"]
+    )
+    systems = jobs["binarize_corpus", "results/en-de/data/bin/bt_beam/train.json"]
+    assert systems[:4] == [f"{clean}.en", f"{bt}/round2/synthetic.en", f"{clean}.de", f"{bt}/round2/synthetic.de"]
+    assert f"{bt}/rounds.md" in jobs["all", ""]
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,9 @@ log = logging.getLogger(__name__)
 # The filters that need the whole corpus, in the order they are tried (see CorpusFilter).
 CORPUS_FILTERS = ("in_eval", "duplicate")
 FILTERS = (*PAIR_FILTERS, *CORPUS_FILTERS, "max_pairs")
-MONO_FILTERS = (*SENTENCE_FILTERS, *CORPUS_FILTERS, "max_sentences")
+# in_train: a source-language sentence of the training corpora, which a forward model would translate back into its
+# own training target (iterative back-translation; see clean_monolingual).
+MONO_FILTERS = (*SENTENCE_FILTERS, "in_eval", "in_train", "duplicate", "max_sentences")
 # Pairs per chunk handed to a worker process.
 CHUNK_PAIRS = 5000
 
@@ -201,22 +203,34 @@ def _eval_digests(paths: list[str | Path], langs: tuple[str, str], config: Clean
     return digests
 
 
+def _train_digests(paths: list[str | Path], lang: str, config: CleanConfig) -> "DigestSet":
+    """The normalized lines of training files of ``lang``, 8 to 16 bytes each (a WMT corpus has millions)."""
+    seen, norm = DigestSet(), Normalizer(lang, config.normalize_punctuation)
+    for line in (line for path in paths for line in open_text(path) if line):
+        seen.add(norm(line))
+    return seen
+
+
 class CorpusFilter:
     """The filters that need the whole corpus: ``in_eval`` (a side, normalized, is a line of a dev/test
-    file) and ``duplicate`` (the same sentence or pair seen before), tried in this order."""
+    file), ``in_train`` (a monolingual sentence is one of the training corpora's) and ``duplicate`` (the same
+    sentence or pair seen before), tried in this order."""
 
-    def __init__(self, held_out: set[bytes], dedup: bool) -> None:
+    def __init__(self, held_out: set[bytes], dedup: bool, train: "DigestSet | None" = None) -> None:
         """
         :param held_out: :func:`_digest` of the normalized dev/test lines; empty for no decontamination
         :param dedup: whether to drop duplicates
+        :param train: the normalized training sentences of the text's language; None for no such filter
         """
-        self.held_out = held_out
+        self.held_out, self.train = held_out, train
         self.seen = DigestSet() if dedup else None
 
     def __call__(self, *sides: str) -> str | None:
         """The filter that drops the normalized sentence (one side) or pair (two sides), or None."""
         if self.held_out and any(_digest(side) in self.held_out for side in sides):
             return "in_eval"
+        if self.train is not None and any(side in self.train for side in sides):
+            return "in_train"
         if self.seen is not None and not self.seen.add("\n".join(sides)):
             return "duplicate"
         return None
@@ -244,15 +258,16 @@ class DigestSet:
     def __len__(self) -> int:
         return len(self._recent) + len(self._sorted)
 
+    def __contains__(self, text: str) -> bool:
+        key = self._key(text)
+        i = int(self._sorted.searchsorted(key))
+        return key in self._recent or (i < len(self._sorted) and self._sorted[i] == key)
+
     def add(self, text: str) -> bool:
         """Add ``text``; return whether it was new."""
-        key = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
-        if key in self._recent:
+        if text in self:
             return False
-        i = int(self._sorted.searchsorted(key))
-        if i < len(self._sorted) and self._sorted[i] == key:
-            return False
-        self._recent.add(key)
+        self._recent.add(self._key(text))
         if len(self._recent) >= self.RECENT:
             recent = np.fromiter(self._recent, dtype=np.int64, count=len(self._recent))
             recent.sort()
@@ -260,6 +275,10 @@ class DigestSet:
             merged.sort(kind="stable")  # timsort: two sorted runs merge in linear time
             self._sorted, self._recent = merged, set()
         return True
+
+    @staticmethod
+    def _key(text: str) -> int:
+        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
 
 
 def _shuffle_pairs(src_path: Path, trg_path: Path, seed: int) -> None:
@@ -313,6 +332,7 @@ def clean_monolingual(
     max_sentences: int | None = None,
     seed: int = 1,
     sources: list[str] | None = None,
+    exclude_train: list[str | Path] = (),
 ) -> dict:
     """Normalize and filter monolingual corpora into one file, e.g. target-language text to back-translate.
 
@@ -320,8 +340,10 @@ def clean_monolingual(
     chain: the sentence filters of :class:`nmt.data.filters.SentenceFilter` (``invalid_utf8``, ``empty``,
     ``ansi_code``, ``too_short``, ``too_long``: ``config`` token limits), ``in_eval`` (the sentence, once
     normalized, is a line of an ``exclude`` file: dev and test references must not leak into
-    training), ``duplicate`` (if ``config.dedup``), ``max_sentences`` (a uniform random sample of that
-    size is kept, reservoir-style, in the original order; reproducible by ``seed``).
+    training), ``in_train`` (a line of an ``exclude_train`` file: source-language text that a forward model
+    would translate into its own training targets, copies of the real pairs; counted only when
+    ``exclude_train`` is given), ``duplicate`` (if ``config.dedup``), ``max_sentences`` (a uniform random
+    sample of that size is kept, reservoir-style, in the original order; reproducible by ``seed``).
 
     :param inputs: raw files (plain, gzip or xz), read one after the other
     :param output: cleaned sentences, written atomically
@@ -329,6 +351,7 @@ def clean_monolingual(
     :param config: normalization and length settings (``max_ratio`` and ``max_pairs`` do not apply)
     :param lang: language code, for punctuation normalization
     :param exclude: files whose (normalized) lines are removed
+    :param exclude_train: the training corpora's files of ``lang``, whose (normalized) lines are removed
     :param max_sentences: keep at most this many sentences; None keeps all
     :param seed: seed of the sample
     :param sources: the user's files as configured (URLs or paths), one per input, named in messages
@@ -338,11 +361,13 @@ def clean_monolingual(
     """
     sources = sources or [str(p) for p in inputs]
     held_out = _eval_digests(exclude, (lang, lang), config)
-    dropped = dict.fromkeys(MONO_FILTERS, 0)
+    train = _train_digests(exclude_train, lang, config) if exclude_train else None
+    dropped = {name: 0 for name in MONO_FILTERS if name != "in_train" or train is not None}
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     # The sentences that pass go to a temp file, so that memory holds only the sampled positions.
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=Path(output).parent) as passed_f:
-        lines_in, passed = _filter_monolingual(inputs, sources, passed_f, lang, held_out, config, dropped)
+        corpus_filter = CorpusFilter(held_out, config.dedup, train)
+        lines_in, passed = _filter_monolingual(inputs, sources, passed_f, lang, corpus_filter, config, dropped)
         names = ", ".join(file_name(path, source) for path, source in zip(inputs, sources, strict=True))
         if lines_in == 0:
             raise DataError(f"{names}: corpus is empty")
@@ -367,13 +392,13 @@ def _filter_monolingual(
     sources: list[str],
     out: IO[str],
     lang: str,
-    held_out: set[bytes],
+    corpus_filter: CorpusFilter,
     config: CleanConfig,
     dropped: dict,
 ) -> tuple[int, int]:
     """Write the normalized sentences of ``inputs`` that pass the filters to ``out``, counting drops in
     ``dropped``; return the lines read and the sentences passed."""
-    sentence_filter, corpus_filter = SentenceFilter(config, lang), CorpusFilter(held_out, config.dedup)
+    sentence_filter = SentenceFilter(config, lang)
     lines_in = passed = 0
     for path, source in zip(inputs, sources, strict=True):
         file_lines = file_invalid = 0

@@ -52,3 +52,18 @@ rule binarize_reverse_corpus:
         "../../envs/nmt.yaml"
     script:
         "../scripts/binarize_corpus.py"
+
+
+# Encode a later round's forward or reverse model's training data in its direction (get_round_files).
+use rule binarize_reverse_corpus as binarize_round_corpus with:
+    input:
+        src=get_round_files("train", "src"),
+        trg=get_round_files("train", "trg"),
+        src_spm=get_round_files("subword", "src"),
+        trg_spm=get_round_files("subword", "trg"),
+    output:
+        data=multiext("results/{src}-{trg}/data/bin/{variant}/round{round}/{direction}/train", ".json", ".src.ids", ".src.offsets", ".trg.ids", ".trg.offsets"),
+    params:
+        order=get_round_files("train", "src"),
+    log:
+        "results/logs/binarize_round_corpus/{src}-{trg}.{variant}.round{round}.{direction}.log",

@@ -42,6 +42,8 @@ wildcard_constraints:
     seed="|".join(map(str, EXPERIMENT.seeds)),
     run="|".join(EXPERIMENT.runs),
     variant="|".join(BT.variants),
+    round="|".join(map(str, BT.later_rounds)) or "(?!)",  # (?!) matches nothing: no later rounds, no such path
+    direction="forward|reverse",
     part="[0-9]+",
     quantization="[a-z0-9_]+",
 
@@ -146,10 +148,72 @@ def get_corpus_files(role, side):
             return [f"results/{pair}/distillation/train.{lang}"]
         real = [f"results/{pair}/data/clean/{name}.{lang}" for name in EXPERIMENT.data.train]
         if stage != BASELINE:
-            return real + [f"results/{pair}/backtranslation/{stage}/{SYNTHETIC}.{lang}"]
+            return real + [f"{round_folder(pair, stage, BT.iterations)}/{SYNTHETIC}.{lang}"]
         return real
 
     return inputs
+
+
+def round_folder(pair, variant, round):
+    """The folder of a round of a variant's back-translation: the variant's own for round 1, its round{k}/ after."""
+    folder = f"results/{pair}/backtranslation/{variant}"
+    return folder if int(round) == 1 else f"{folder}/round{round}"
+
+
+def round_langs(wildcards):
+    """The source and target language of a later round's model: the pair's (forward), or reversed (reverse)."""
+    langs = (wildcards.src, wildcards.trg)
+    return langs if wildcards.direction == "forward" else langs[::-1]
+
+
+def get_round_files(role, side):
+    """Input function of the ``side`` ("src", "trg") of a later round's model, in its own direction: its subword
+    model, dev set, or training data ("train"): the real corpora and a synthetic corpus of the variant, the previous
+    round's (forward model) or this round's forward-translated pairs, whose translations are its sources (reverse)."""
+
+    def inputs(wildcards):
+        pair, lang = get_pair(wildcards), dict(zip(("src", "trg"), round_langs(wildcards)))[side]
+        if role == "subword":
+            return f"results/{pair}/subword/{lang}.model"
+        if role == "dev":
+            return f"results/{pair}/data/eval/{EXPERIMENT.data.dev}.{lang}"
+        if wildcards.direction == "forward":
+            synthetic = round_folder(pair, wildcards.variant, int(wildcards.round) - 1)
+        else:
+            synthetic = f"{round_folder(pair, wildcards.variant, wildcards.round)}/forward_corpus"
+        real = [f"results/{pair}/data/clean/{name}.{lang}" for name in EXPERIMENT.data.train]
+        return real + [f"{synthetic}/{SYNTHETIC}.{lang}"]
+
+    return inputs
+
+
+def get_round_training(wildcards):
+    return plain(EXPERIMENT.round_training(wildcards.variant, round_langs(wildcards)[1]))
+
+
+def get_round_meta(wildcards):
+    return plain(EXPERIMENT.round_meta(*round_langs(wildcards), wildcards.variant))
+
+
+def get_round_reports(wildcards):
+    """Input function of a variant's table of rounds: per round the reverse model's summary and the synthetic
+    corpus's report; per later round the forward model's summary and its translated corpus's report."""
+    pair, variant, later = get_pair(wildcards), wildcards.variant, BT.later_rounds
+    folders = [round_folder(pair, variant, k) for k in later]
+    return {
+        "reverse_summaries": [f"results/{pair}/backtranslation/reverse/summary.json"]
+        + [f"{folder}/reverse/summary.json" for folder in folders],
+        "synthetic_reports": [f"{round_folder(pair, variant, k)}/report.json" for k in (1, *later)],
+        "forward_summaries": [f"{folder}/forward/summary.json" for folder in folders],
+        "forward_reports": [f"{folder}/forward_corpus/report.json" for folder in folders],
+    }
+
+
+def round_tables():
+    """The tables of the rounds of iterative back-translation, one per pair and variant (none with one round)."""
+    if not BT.later_rounds:
+        return []
+    return expand("results/{pair}/backtranslation/{variant}/rounds.md", pair=EXPERIMENT.pairs, variant=BT.variants)
 
 
 def report_pages():
@@ -169,12 +233,26 @@ def split_parts(checkpoint, wildcards, lang):
 
 
 def get_bt_parts(wildcards):
-    """Input function (after the split checkpoint): the monolingual parts and their back-translations."""
+    """Input function (after the split checkpoint): the monolingual parts and their back-translations (by the reverse
+    model of round 1, or of the job's later ``round``)."""
     parts_dir, parts = split_parts(checkpoints.split_monolingual, wildcards, wildcards.trg)
-    folder = f"results/{wildcards.src}-{wildcards.trg}/backtranslation/{wildcards.variant}/parts"
+    pair = f"{wildcards.src}-{wildcards.trg}"
+    folder = f"{round_folder(pair, wildcards.variant, wildcards.get('round', 1))}/parts"
     return {
         "bt_trg": [f"{parts_dir}/{part}.{wildcards.trg}" for part in parts],
         "bt_src": [f"{folder}/{part}.{wildcards.src}" for part in parts],
+    }
+
+
+def get_forward_parts(wildcards):
+    """Input function (after the source split checkpoint): in the direction of the round's reverse model, the forward
+    model's translations of the source-language parts (``bt_src``: they are its sources) and those parts (``bt_trg``)."""
+    parts_dir, parts = split_parts(checkpoints.split_source_monolingual, wildcards, wildcards.src)
+    pair = f"{wildcards.src}-{wildcards.trg}"
+    folder = f"{round_folder(pair, wildcards.variant, wildcards.round)}/forward_corpus/parts"
+    return {
+        "bt_trg": [f"{parts_dir}/{part}.{wildcards.src}" for part in parts],
+        "bt_src": [f"{folder}/{part}.{wildcards.trg}" for part in parts],
     }
 
 

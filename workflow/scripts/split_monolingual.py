@@ -1,4 +1,6 @@
-"""Checkpoint split_monolingual: cut the monolingual text into parts for back-translation jobs."""
+"""Checkpoints split_monolingual and split_source_monolingual: cut a monolingual sample into parts for translation."""
+
+from pathlib import Path
 
 from nmt.data.synthetic import split_corpus
 from nmt.entry import entry_point
@@ -8,5 +10,5 @@ with entry_point(snakemake.log[0]):
         snakemake.input.mono,
         snakemake.output.parts,
         snakemake.params.chunk_lines,
-        suffix=snakemake.wildcards.trg,
+        suffix=Path(snakemake.input.mono).suffix[1:],  # the parts keep the sample's language, mono.{lang}
     )
