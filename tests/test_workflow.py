@@ -70,11 +70,19 @@ RERUNS = {
         "time_distillation": 1,
         "tabulate_distillation": 1,
     },
-    # One variant's back-translation: its 3 parts, its corpus, and the Transformer trained on it.
+    # One variant's back-translation: its 3 parts, its corpus, its second round (a forward model, its translation
+    # of the English sample, a new reverse model, its back-translation), and the Transformer trained on it.
     "backtranslation={variants: {bt_beam: {generation: {beam_size: 3}}}}": {
         "backtranslate_part": 3,
         "build_synthetic_corpus": 1,
         "render_synthetic_report": 1,
+        "binarize_round_corpus": 2,
+        "train_round_model": 2,
+        "forward_translate_part": 3,
+        "build_forward_corpus": 1,
+        "backtranslate_round_part": 3,
+        "build_round_corpus": 1,
+        "tabulate_rounds": 1,
         "binarize_corpus": 1,
         "train_model": 2,
         "translate_test": 3,
@@ -407,8 +415,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         *["parallel"] * 9,
         *["distilled (transformer tiny, beam2)"] * 3,
         *["parallel"] * 3,
-        *["parallel+bt (beam2)"] * 3,
-        *["parallel+bt (sample-top5, tagged)"] * 3,
+        *["parallel+bt (beam2, 2 iterations)"] * 3,
+        *["parallel+bt (sample-top5, tagged, 2 iterations)"] * 3,
     ]
     assert list(table["arch"]) == [m.replace("student", "transformer") for m in table["model"]]
     assert set(table["size"]) == {"tiny"}
@@ -486,6 +494,7 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         src = (bt / variant / "synthetic.en").read_text().splitlines()
         assert len(src) == report["synthetic_pairs"]  # the real pairs train beside it, weighted by upsample_real
         assert sum(line.startswith("<BT> ") for line in src) == (report["synthetic_pairs"] if report["tagged"] else 0)
+    check_iterations(workdir)
     assert "| en-de" in (workdir / "results/tables/scores.md").read_text()
     check_distillation(workdir)
     # Everything is up to date: a second run has nothing to do.
@@ -493,6 +502,27 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert "Nothing to be done" in again.stdout + again.stderr
     check_reruns(workdir)
     check_report(workdir)
+
+
+def check_iterations(workdir: Path) -> None:
+    """Round 2 of each variant: the English sample (without the training sources) translated by a forward model,
+    a new reverse model trained on the real pairs and those reversed, and the variant's systems on its corpus."""
+    bt = workdir / "results/en-de/backtranslation"
+    mono_en = json.loads((workdir / "results/en-de/data/mono/mono.en.report.json").read_text())
+    assert mono_en["kept"] == 300 and mono_en["dropped"]["in_train"] > 0
+    assert sorted(p.name for p in (bt / "source_parts").glob("*.en")) == ["0000.en", "0001.en", "0002.en"]
+    for variant in ("bt_beam", "bt_sample_tagged"):
+        round2 = f"results/en-de/backtranslation/{variant}/round2"
+        assert all((workdir / round2 / d / "model.pt").exists() for d in ("forward", "reverse"))
+        header = json.loads((workdir / f"results/en-de/data/bin/{variant}/round2/reverse/train.json").read_text())
+        files = ["results/en-de/data/clean/multi30k_train.de", f"{round2}/forward_corpus/synthetic.de"]
+        assert header["src"]["files"] == files
+        forward = json.loads((workdir / round2 / "forward_corpus/report.json").read_text())
+        assert forward["synthetic_in"] == 300 and forward["synthetic_pairs"] > 0
+        rounds = json.loads((bt / variant / "rounds.json").read_text())
+        assert [r["round"] for r in rounds] == [1, 2] and rounds[1]["reverse_model"] == f"{round2}/reverse"
+        systems = json.loads((workdir / f"results/en-de/data/bin/{variant}/train.json").read_text())
+        assert systems["src"]["files"][-1] == f"{round2}/synthetic.en"
 
 
 def check_distillation(workdir: Path) -> None:
