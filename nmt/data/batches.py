@@ -249,7 +249,8 @@ def mixed_batches(
     that sentences of like length meet (little padding). An epoch is one pass over the corpus that needs the most
     batches; the others run through their sentences again, a new draw each round (:func:`_corpus_batches`). Each
     round's last batch of a corpus (its longest sentences, what is left) can be small, so its batch holds less of
-    that corpus. Only index arrays are built, never a copy of the corpus.
+    that corpus. Where the corpora's lengths differ at the same rank, the shorter pairs pad to the longer, and a batch
+    can exceed ``batch_tokens`` by that padding. Only index arrays are built, never a copy of the corpus.
 
     :param shares: one share >= 0 per corpus, summing to 1; a corpus of share 0 is not drawn
     :return: list of index arrays, one per batch, shuffled
