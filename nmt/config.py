@@ -306,6 +306,12 @@ class TrainConfig:
     init_from: str | None = None
     tensorboard: bool = False
     corpus_weights: dict[str, float] | None = None
+    mix: dict[str, float] | None = None
+    stages: list[dict] | None = None
+
+    # Keys a stage cannot set: stages do not nest, one seed runs through them all, and a stage starts from the
+    # weights of the stage before it (the first from the enclosing init_from).
+    NOT_IN_STAGES = ("stages", "seed", "init_from")
 
     def on_threads(self, threads: int) -> "TrainConfig":
         """This config with ``threads: 0`` (the job's) resolved to the ``threads`` of the job that trains."""
@@ -339,12 +345,47 @@ class TrainConfig:
             raise ConfigError(f"{where}.label_smoothing: must be in [0, 1), got {self.label_smoothing}")
         if self.warmup_steps < 0:
             raise ConfigError(f"{where}.warmup_steps: must be >= 0, got {self.warmup_steps}")
-        if self.corpus_weights is not None:
-            for name, weight in self.corpus_weights.items():
-                if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
-                    raise ConfigError(f"{where}.corpus_weights.{name}: must be a number > 0, got {weight!r}")
+        for key in ("corpus_weights", "mix"):
+            for name, value in (getattr(self, key) or {}).items():
+                if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                    raise ConfigError(f"{where}.{key}.{name}: must be a number > 0, got {value!r}")
+        if self.mix is not None and self.corpus_weights is not None:
+            raise ConfigError(
+                f"{where}.mix: not with corpus_weights (a mix fixes each corpus's share of every batch; weights "
+                "draw corpora per epoch)"
+            )
+        if self.mix is not None and not self.mix:
+            raise ConfigError(f"{where}.mix: names no corpus; leave it out to draw every corpus")
+        self.stage_configs(where)
         if not re.fullmatch(r"([a-z]{2,3})?", self.trg_lang):
             raise ConfigError(f"{where}.trg_lang: {self.trg_lang!r} is not a language code such as 'de' or 'zh'")
+
+    def stage_configs(self, where: str = "training") -> list["TrainConfig"]:
+        """The settings of each stage of a curriculum: the keys of ``stages[i]`` over these (``stages`` left out);
+        ``[self]`` without stages.
+
+        :param where: the config path of this section, named in errors (``training.stages[1].lr``)
+        :raises ConfigError: a stage that is not a mapping, sets a key of :attr:`NOT_IN_STAGES`, an unknown key
+            or a bad value
+        """
+        if self.stages is None:
+            return [self]
+        if not self.stages:
+            raise ConfigError(f"{where}.stages: an empty list; leave it out to train in one stage")
+        enclosing = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "stages"}
+        configs = []
+        for i, stage in enumerate(self.stages):
+            at = f"{where}.stages[{i}]"
+            if not isinstance(stage, dict):
+                raise ConfigError(f"{at}: expected a mapping of training keys, got {stage!r}")
+            for key in self.NOT_IN_STAGES:
+                if key in stage:
+                    raise ConfigError(
+                        f"{at}.{key}: not a key of a stage (stages do not nest, share one seed, and each starts "
+                        "from the weights of the stage before; set init_from and seed beside stages)"
+                    )
+            configs.append(from_dict(TrainConfig, {**enclosing, **stage}, at))
+        return configs
 
 
 @dataclass

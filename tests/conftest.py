@@ -127,6 +127,17 @@ def toy_spm(toy_corpus, tmp_path_factory) -> dict[str, Path]:
     return models
 
 
+@pytest.fixture(scope="session")
+def two_corpora(toy_corpus, tmp_path_factory) -> dict[str, list]:
+    """The toy training set cut into two corpora (files a and b), as the workflow's several cleaned corpora."""
+    root = tmp_path_factory.mktemp("two")
+    files = {"en": [], "de": []}
+    for lang in files:
+        lines = toy_corpus[f"train.{lang}"].read_text().splitlines()
+        files[lang] = [write_lines(root / f"a.{lang}", lines[:250]), write_lines(root / f"b.{lang}", lines[250:])]
+    return files
+
+
 def tiny_model(arch: str, vocab: int = 40, seed: int = 0, **overrides):
     """An untrained tiny model of ``arch`` without dropout (deterministic outputs), initialised with ``seed``."""
     torch.manual_seed(seed)

@@ -3,7 +3,16 @@
 import numpy as np
 import pytest
 
-from nmt.data.batches import EncodedCorpus, ParallelData, make_batch, pad, token_batches, weighted_epoch
+from nmt.data.batches import (
+    EncodedCorpus,
+    ParallelData,
+    corpus_tokens,
+    epoch_batches,
+    make_batch,
+    pad,
+    token_batches,
+    weighted_epoch,
+)
 from nmt.data.subword import load_subword
 from nmt.errors import DataError
 from nmt.vocab import BOS, EOS, PAD
@@ -170,3 +179,59 @@ def test_what_a_training_process_keeps_per_pair_is_narrow():
     assert all(b.dtype == np.int32 for b in batches)
     wide_batches = token_batches(corpus.lengths.astype(np.int64), trg.astype(np.int64), 2000, seed=1, epoch=2)
     assert [b.tolist() for b in batches] == [b.tolist() for b in wide_batches]
+
+
+def two_corpus_lengths(longer: int = 15, sizes: tuple[int, int] = (3000, 500)):
+    """Lengths of two corpora of ``sizes`` pairs, the second's up to ``longer`` subwords longer (its sources a little
+    longer still), as real and back-translated data of another kind."""
+    rng = np.random.default_rng(5)
+    trg = np.concatenate([rng.integers(3, 30, sizes[0]), rng.integers(3 + longer // 3, 30 + longer, sizes[1])])
+    src = trg + rng.integers(0, 4, len(trg))
+    return src.astype(np.uint16), trg.astype(np.uint16), np.array(sizes)
+
+
+def filled(batches, src, trg) -> float:
+    """The share of the padded batches (B * max(S, T) each) that is tokens."""
+    longest = np.maximum(src, trg).astype(int)
+    return sum(longest[b].sum() for b in batches) / sum(longest[b].max() * len(b) for b in batches)
+
+
+def test_a_mix_holds_in_every_batch():
+    """Each batch's target tokens are 70% the first corpus's and 30% the second's, within a few sentences (a batch
+    of each round's longest leftovers aside); the corpus that needs the most batches is seen once, the other cycles
+    through all its pairs; the batches depend only on (seed, epoch)."""
+    src, trg, parts = two_corpus_lengths()
+    batches = epoch_batches(src, trg, parts, 3000, seed=1, epoch=1, shares=[0.7, 0.3])
+    shares = np.array([trg[b[b < 3000]].astype(int).sum() / trg[b].astype(int).sum() for b in batches])
+    assert len(batches) > 20 and np.mean(np.abs(shares - 0.7) < 0.05) > 0.9, np.round(np.sort(shares), 2)
+    tokens = corpus_tokens(batches, trg, parts)
+    assert tokens[0] / tokens.sum() == pytest.approx(0.7, abs=0.01)
+    seen = np.concatenate(batches)
+    assert (np.bincount(seen[seen < 3000], minlength=3000) == 1).all(), "the first corpus: every pair once"
+    cycled = np.bincount(seen[seen >= 3000] - 3000, minlength=500)
+    assert cycled.min() >= 1 and cycled.max() > 1, "the second corpus: every pair, some again"
+
+    again = epoch_batches(src, trg, parts, 3000, seed=1, epoch=1, shares=[0.7, 0.3])
+    assert len(again) == len(batches) and all(np.array_equal(a, b) for a, b in zip(again, batches, strict=True))
+    other = epoch_batches(src, trg, parts, 3000, seed=1, epoch=2, shares=[0.7, 0.3])
+    assert any(len(a) != len(b) or (a != b).any() for a, b in zip(batches, other, strict=False))
+
+
+def test_a_corpus_out_of_the_mix_is_not_drawn_and_no_mix_is_the_plain_epoch():
+    src, trg, parts = two_corpus_lengths()
+    batches = epoch_batches(src, trg, parts, 3000, seed=1, epoch=1, shares=[0.0, 1.0])
+    seen = np.sort(np.concatenate(batches))
+    assert np.array_equal(seen, np.arange(3000, 3500)), "the second corpus alone, every pair once"
+    plain, same = epoch_batches(src, trg, parts, 3000, 1, 1), token_batches(src, trg, 3000, 1, 1)
+    assert all(np.array_equal(a, b) for a, b in zip(plain, same, strict=True))
+    weighted = epoch_batches(src, trg, parts, 3000, 1, 1, weights=[1, 2])
+    assert len(np.concatenate(weighted)) == 3000 + 2 * 500
+
+
+def test_mixed_batches_of_corpora_of_like_lengths_pad_little():
+    """The i-th shortest batches of each corpus meet: of corpora with the same lengths, a mixed batch pads about as
+    little as a batch of one corpus (where their lengths differ, the shorter pairs pad to the longer; corpora of a
+    few batches a round pad more, each batch spanning more lengths)."""
+    src, trg, parts = two_corpus_lengths(longer=0, sizes=(30000, 5000))
+    mixed = epoch_batches(src, trg, parts, 3000, seed=1, epoch=1, shares=[0.5, 0.5])
+    assert filled(mixed, src, trg) > 0.95 * filled(token_batches(src, trg, 3000, seed=1, epoch=1), src, trg)

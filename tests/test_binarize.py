@@ -20,17 +20,6 @@ from nmt.training.loop import train
 TINY = {"arch": "transformer", "size": "tiny"}
 
 
-@pytest.fixture(scope="module")
-def two_corpora(toy_corpus, tmp_path_factory) -> dict[str, list]:
-    """The toy training set cut into two corpora (files a and b), as the workflow's several cleaned corpora."""
-    root = tmp_path_factory.mktemp("two")
-    files = {"en": [], "de": []}
-    for lang in files:
-        lines = toy_corpus[f"train.{lang}"].read_text().splitlines()
-        files[lang] = [write_lines(root / f"a.{lang}", lines[:250]), write_lines(root / f"b.{lang}", lines[250:])]
-    return files
-
-
 def assert_same_pairs(binarized, encoded) -> None:
     assert len(binarized) == len(encoded)
     for side in ("src", "trg"):
@@ -100,6 +89,18 @@ def test_corpora_of_a_set_cut_to_a_shorter_limit(toy_spm, two_corpora, tmp_path)
     with pytest.raises(DataError) as excinfo:
         data.corpus_weights({"a": 1, "b": 2, "c": 3})
     assert_one_line(excinfo, tmp_path / "t.json", "no corpus ['c']")
+
+
+def test_a_mix_gives_each_corpus_by_name_its_share(toy_spm, two_corpora, tmp_path):
+    """Shares keyed by corpus name, normalised; a corpus the mix leaves out gets 0; a name of no corpus is one line
+    naming the header and the corpora there are."""
+    binarize(two_corpora["en"][::-1], two_corpora["de"][::-1], toy_spm["en"], toy_spm["de"], tmp_path / "t")
+    data = open_training_data(tmp_path / "t", toy_spm["en"], toy_spm["de"], max_length=128)
+    assert data.corpus_shares({"a": 3, "b": 1}) == [0.25, 0.75] and data.corpus_shares({"b": 2}) == [1.0, 0.0]
+    assert data.corpus_shares(None) is None
+    with pytest.raises(DataError) as excinfo:
+        data.corpus_shares({"a": 1, "real": 1})
+    assert_one_line(excinfo, tmp_path / "t.json", "mix of ['a', 'real']", "corpora binarized are ['b', 'a']")
 
 
 def test_weights_meet_their_corpora_whatever_the_binarized_order(toy_spm, two_corpora, tmp_path):

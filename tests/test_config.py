@@ -62,6 +62,17 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (CorpusConfig, {"url": "u{lang}", "weight": "x2"}, "train.weight: expected float, got 'x2'"),
         (TrainConfig, {"corpus_weights": {"a": 1, "b": 0}}, "train.corpus_weights.b: must be a number > 0, got 0"),
         (TrainConfig, {"corpus_weights": [1, 2]}, "train.corpus_weights: expected a mapping, got [1, 2]"),
+        (TrainConfig, {"mix": {"a": 0.6, "b": -1}}, "train.mix.b: must be a number > 0, got -1"),
+        (TrainConfig, {"mix": {"a": 1}, "corpus_weights": {"a": 2}}, "train.mix: not with corpus_weights"),
+        (TrainConfig, {"stages": [{"max_steps": 5}, {"seed": 2}]}, "train.stages[1].seed: not a key of a stage"),
+        (TrainConfig, {"stages": [{"init_from": "m"}]}, "train.stages[0].init_from: not a key of a stage"),
+        (TrainConfig, {"stages": [{"stages": []}]}, "train.stages[0].stages: not a key of a stage"),
+        (TrainConfig, {"stages": [{"lrr": 1}]}, "train.stages[0]: unknown key 'lrr' (known keys: seed,"),
+        (TrainConfig, {"stages": [{"lr": "fast"}]}, "train.stages[0].lr: expected float, got 'fast'"),
+        (TrainConfig, {"stages": [5]}, "train.stages[0]: expected a mapping of training keys, got 5"),
+        (TrainConfig, {"stages": []}, "train.stages: an empty list"),
+        # a stage's keys over the enclosing ones, checked together: a stage's mix beside the enclosing weights
+        (TrainConfig, {"corpus_weights": {"a": 2}, "stages": [{"mix": {"a": 1}}]}, "train.stages[0].mix: not with"),
     ],
 )
 def test_bad_values_fail_with_one_line_naming_the_key(cls, data, message):

@@ -176,9 +176,23 @@ def token_batches(
         (:func:`weighted_epoch`); None for every sentence once
     :return: list of index arrays, one per batch
     """
+    rng = np.random.default_rng([seed, epoch])
+    batches = sorted_batches(src_lengths, trg_lengths, batch_tokens, rng, sample)
+    rng.shuffle(batches)
+    return batches
+
+
+def sorted_batches(
+    src_lengths: np.ndarray,
+    trg_lengths: np.ndarray,
+    batch_tokens: int,
+    rng: np.random.Generator,
+    sample: np.ndarray | None = None,
+) -> list[np.ndarray]:
+    """:func:`token_batches` before the shuffle: the batches in the order of their sentences' (target, source)
+    length, ties broken by ``rng``."""
     if sample is not None:
         src_lengths, trg_lengths = src_lengths[sample], trg_lengths[sample]  # (M,) each
-    rng = np.random.default_rng([seed, epoch])
     order = np.lexsort((rng.random(len(trg_lengths)), src_lengths, trg_lengths))
     if len(order) < 2**31:  # the epoch's order stays alive with its batches: 4 bytes per sentence, not 8
         order = order.astype(np.int32)
@@ -190,8 +204,118 @@ def token_batches(
         size = _batch_size(longest[start:], batch_tokens)
         batches.append(order[start : start + size])
         start += size
-    rng.shuffle(batches)
     return batches
+
+
+def epoch_batches(
+    src_lengths: np.ndarray,
+    trg_lengths: np.ndarray,
+    parts: np.ndarray,
+    batch_tokens: int,
+    seed: int,
+    epoch: int,
+    weights: list[float] | None = None,
+    shares: list[float] | None = None,
+) -> list[np.ndarray]:
+    """The token batches of one epoch of a training set of corpora: every sentence once (neither ``weights`` nor
+    ``shares``), the epoch's weighted draw of the corpora (:func:`weighted_epoch`), or batches of which each corpus
+    fills a fixed share (:func:`mixed_batches`). They depend only on ``(seed, epoch)``, so a resumed run replays them.
+
+    :param parts: shape (corpora,) sentences per corpus, in the order of the training set
+    :param weights: one weight > 0 per corpus
+    :param shares: one share >= 0 per corpus, summing to 1 (not with ``weights``)
+    :return: list of index arrays, one per batch, in training order
+    """
+    if shares is not None:
+        return mixed_batches(src_lengths, trg_lengths, parts, shares, batch_tokens, seed, epoch)
+    sample = weighted_epoch(parts, weights, seed, epoch)
+    return token_batches(src_lengths, trg_lengths, batch_tokens, seed, epoch, sample)
+
+
+def mixed_batches(
+    src_lengths: np.ndarray,
+    trg_lengths: np.ndarray,
+    parts: np.ndarray,
+    shares: list[float],
+    batch_tokens: int,
+    seed: int,
+    epoch: int,
+) -> list[np.ndarray]:
+    """Batches of which corpus k fills ``shares[k]`` of the tokens: a mix that holds in every batch, as OpusTrainer's
+    stages mix their corpora, rather than over the epoch only.
+
+    Each drawn corpus is cut into token batches of its own (:func:`sorted_batches` with ``batch_tokens * share``
+    padded tokens), these are sorted by padded length, and the i-th shortest of every corpus make up one batch, so
+    that sentences of like length meet (little padding). An epoch is one pass over the corpus that needs the most
+    batches; the others run through their sentences again, a new draw each round (:func:`_corpus_batches`). Each
+    round's last batch of a corpus (its longest sentences, what is left) can be small, so its batch holds less of
+    that corpus. Where the corpora's lengths differ at the same rank, the shorter pairs pad to the longer, and a batch
+    can exceed ``batch_tokens`` by that padding. Only index arrays are built, never a copy of the corpus.
+
+    :param shares: one share >= 0 per corpus, summing to 1; a corpus of share 0 is not drawn
+    :return: list of index arrays, one per batch, shuffled
+    """
+    bounds = np.concatenate([[0], np.cumsum(parts)])
+    drawn = [k for k, share in enumerate(shares) if share > 0]
+    budgets = {k: max(1, round(batch_tokens * shares[k])) for k in drawn}
+    firsts = {k: _corpus_round(src_lengths, trg_lengths, bounds, k, budgets[k], seed, epoch, 0) for k in drawn}
+    n = max(len(batches) for batches in firsts.values())
+    columns = [
+        _corpus_batches(src_lengths, trg_lengths, bounds, k, budgets[k], seed, epoch, firsts[k], n) for k in drawn
+    ]
+    batches = [np.concatenate(row) for row in zip(*columns, strict=True)]
+    np.random.default_rng([seed, epoch, 2]).shuffle(batches)  # not the stream of weighted_epoch's draw
+    return batches
+
+
+def _corpus_round(
+    src_lengths: np.ndarray,
+    trg_lengths: np.ndarray,
+    bounds: np.ndarray,
+    k: int,
+    budget: int,
+    seed: int,
+    epoch: int,
+    round_: int,
+) -> list[np.ndarray]:
+    """One pass over corpus k (sentences ``bounds[k]`` to ``bounds[k + 1]``) in token batches of ``budget``, a draw
+    of its own for each ``(seed, epoch, k, round_)``, in the order of length."""
+    rng = np.random.default_rng([seed, epoch, 3, k + 1, round_ + 1])  # no trailing 0: [a, 0] seeds as [a]
+    start, stop = int(bounds[k]), int(bounds[k + 1])
+    sample = np.arange(start, stop, dtype=np.int32 if stop < 2**31 else np.int64)
+    return sorted_batches(src_lengths, trg_lengths, budget, rng, sample)
+
+
+def _corpus_batches(
+    src_lengths: np.ndarray,
+    trg_lengths: np.ndarray,
+    bounds: np.ndarray,
+    k: int,
+    budget: int,
+    seed: int,
+    epoch: int,
+    first: list[np.ndarray],
+    n: int,
+) -> list[np.ndarray]:
+    """``n`` batches of corpus k sorted by padded length: its ``first`` round, then further rounds as needed, of the
+    last round a random choice of batches (so that it does not favour short sentences)."""
+    batches, round_ = list(first), 1
+    while len(batches) < n:
+        found = _corpus_round(src_lengths, trg_lengths, bounds, k, budget, seed, epoch, round_)
+        if len(batches) + len(found) > n:
+            rng = np.random.default_rng([seed, epoch, 4, k + 1, round_ + 1])
+            found = [found[i] for i in np.sort(rng.choice(len(found), n - len(batches), replace=False))]
+        batches += found
+        round_ += 1
+    padded = [max(int(src_lengths[b].max()), int(trg_lengths[b].max())) for b in batches]
+    return [batches[i] for i in np.argsort(padded, kind="stable")]
+
+
+def corpus_tokens(batches: list[np.ndarray], trg_lengths: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """Target tokens of each corpus in ``batches``, shape (corpora,): the realised mix of an epoch."""
+    indices = np.concatenate(batches)
+    corpus = np.searchsorted(np.cumsum(parts), indices, side="right")
+    return np.bincount(corpus, weights=trg_lengths[indices], minlength=len(parts))
 
 
 def _batch_size(longest: np.ndarray, batch_tokens: int) -> int:

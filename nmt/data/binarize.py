@@ -272,11 +272,7 @@ class BinarizedData:
         """
         if weights is None:
             return None
-        names = self.corpus_names
-        if len(set(names)) != len(names):
-            raise DataError(
-                f"{header_path(self.prefix)}: corpora of the same name {names}; weights need distinct names"
-            )
+        names = self._distinct_names("weights need")
         unknown, missing = sorted(set(weights) - set(names)), [name for name in names if name not in weights]
         if unknown or missing:
             raise DataError(
@@ -286,6 +282,32 @@ class BinarizedData:
                 + (f" (no corpus {unknown})" if unknown else "")
             )
         return [float(weights[name]) for name in names]
+
+    def corpus_shares(self, mix: dict[str, float] | None) -> list[float] | None:
+        """The share of every batch's target tokens of each corpus of :attr:`parts`, from ``mix`` keyed by corpus
+        name: normalised to sum 1, and 0 for a corpus the mix leaves out (not drawn).
+
+        :raises DataError: naming the header, for a name of no corpus or a corpus without pairs within the length
+            limit (it has nothing to give its share)
+        """
+        if mix is None:
+            return None
+        names = self._distinct_names("a mix needs")
+        unknown = sorted(set(mix) - set(names))
+        if unknown:
+            raise DataError(f"{header_path(self.prefix)}: mix of {sorted(mix)} but the corpora binarized are {names}")
+        empty = [name for name, n in zip(names, self.parts, strict=True) if name in mix and n == 0]
+        if empty:
+            raise DataError(f"{header_path(self.prefix)}: corpora {empty} of the mix have no pairs within max_length")
+        total = sum(mix.values())
+        return [mix.get(name, 0) / total for name in names]
+
+    def _distinct_names(self, need: str) -> list[str]:
+        """:attr:`corpus_names`, checked to be distinct (what keys weights or a mix by name needs)."""
+        names = self.corpus_names
+        if len(set(names)) != len(names):
+            raise DataError(f"{header_path(self.prefix)}: corpora of the same name {names}; {need} distinct names")
+        return names
 
 
 def corpus_name(path: str | Path) -> str:

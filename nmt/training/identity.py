@@ -3,6 +3,8 @@ only the training that its settings and files describe and otherwise starts anew
 rerunning")."""
 
 import dataclasses
+import hashlib
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -128,3 +130,22 @@ def _saved_identity(last: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
                 continue
             return ckpt["identity"], ckpt["progress"]
     return None
+
+
+def identity_digest(identity: dict[str, Any]) -> str:
+    """The sha256 of ``identity``, which ``summary.json`` records so that a finished training is known by it."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def finished_summary(model_dir: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
+    """The summary of ``model_dir`` if it finished the training of ``identity``: ``model.pt`` there and
+    ``summary.json`` of that identity (written after the model); None otherwise (then the training runs, resuming
+    its checkpoint)."""
+    path = model_dir / "summary.json"
+    if not (model_dir / MODEL_FILE).is_file() or not path.is_file():
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return summary if isinstance(summary, dict) and summary.get("identity") == identity_digest(identity) else None

@@ -2,6 +2,7 @@
 and their average; a run starts or resumes in :mod:`nmt.training.trainer`."""
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -16,7 +17,7 @@ import torch
 from nmt.atomic import write_text
 from nmt.checkpoint import average_snapshots, load_checkpoint
 from nmt.config import ModelMeta, TrainConfig
-from nmt.data.batches import Batch, make_batch, token_batches, weighted_epoch
+from nmt.data.batches import Batch, epoch_batches, make_batch
 from nmt.device import autocast, get_device
 from nmt.errors import DataError, TrainingError
 from nmt.model_dir import write_meta, write_model
@@ -24,12 +25,14 @@ from nmt.models.seq2seq import Seq2Seq
 from nmt.progress import format_duration
 from nmt.training.distributed import World, close_world, init_world, shard
 from nmt.training.files import TrainFiles
+from nmt.training.identity import finished_summary, identity_digest
 from nmt.training.optimizer import (
     anneal_on_plateau,
     get_lr,
     is_annealed_out,
     spent,
 )
+from nmt.training.stages import add_stages, train_stages
 from nmt.training.state import TrainState
 from nmt.training.trainer import Trainer, start_training
 from nmt.training.validation import dev_batch_tokens, validate
@@ -70,6 +73,10 @@ def train(
     Under ``torchrun`` (see :mod:`nmt.training.distributed`) every process trains on its share of each
     batch with DistributedDataParallel; rank 0 validates, logs and writes the files.
 
+    With ``config.stages`` the stages train one after the other, each from the weights of the one before
+    (:mod:`nmt.training.stages`). A training finished before (``model.pt`` and ``summary.json`` of its identity)
+    is not trained again.
+
     :param model_options: ``arch``, ``size`` and architecture keys (see :func:`nmt.models.seq2seq.build_model`)
     :param config: training settings
     :param files: the training data, dev set, subword models and ``model_dir``
@@ -77,7 +84,6 @@ def train(
         :func:`nmt.model_dir.write_meta`)
     :return: the summary written to ``summary.json``
     """
-    model_dir = Path(files.model_dir)
     device = get_device(config.device)
     world = init_world(device.type)
     try:
@@ -86,22 +92,50 @@ def train(
             torch.cuda.set_device(device)
         if not world.is_main:
             logging.getLogger("nmt").setLevel(logging.WARNING)
-        if world.is_main:
-            files.ckpt_dir.mkdir(parents=True, exist_ok=True)
-        summary = _train(model_options, config, files, device, world)
-        if world.is_main:
-            write_meta(model_dir, meta)
-        world.barrier()  # gloo aborts a process whose peer tears the group down first
-        return summary
+        return train_stages(config, files, world, functools.partial(_train_stage, model_options, device, world, meta))
     finally:
         close_world(world)
 
 
-def _train(
-    model_options: dict[str, Any], config: TrainConfig, files: TrainFiles, device: torch.device, world: World
+def _train_stage(
+    model_options: dict[str, Any],
+    device: torch.device,
+    world: World,
+    meta: ModelMeta | None,
+    config: TrainConfig,
+    files: TrainFiles,
+    stages: list[dict[str, Any]] | None,
 ) -> dict[str, Any]:
-    """:func:`train` in one process of ``world``: start or resume, train, validate last, average, finish."""
+    """:func:`train` of one stage (or of a training without stages) into ``files.model_dir``.
+
+    :param stages: the summary entries of the stages before this one (None: no stages)
+    """
+    if world.is_main:
+        files.ckpt_dir.mkdir(parents=True, exist_ok=True)
+    summary = _train(model_options, config, files, device, world, stages)
+    if world.is_main:
+        write_meta(Path(files.model_dir), meta)
+    world.barrier()  # gloo aborts a process whose peer tears the group down first
+    return summary
+
+
+def _train(
+    model_options: dict[str, Any],
+    config: TrainConfig,
+    files: TrainFiles,
+    device: torch.device,
+    world: World,
+    stages: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """:func:`train` in one process of ``world``: start or resume, train, validate last, average, finish; or return
+    the summary of this very training, finished before."""
     trainer, state = start_training(model_options, config, files, device, world)
+    finished = world.broadcast(finished_summary(Path(files.model_dir), state.identity) if world.is_main else None)
+    if finished is not None:
+        log.info("%s: finished before (its model.pt and summary.json), not trained again", files.model_dir)
+        if trainer.curves:
+            trainer.curves.close()
+        return finished
     with Stop() as stop:
         train_epochs(trainer, state, stop)
         if not state.history or state.history[-1]["step"] != state.progress["step"]:  # max_epochs between validations
@@ -113,7 +147,7 @@ def _train(
     summary = None
     if world.is_main:
         averaged = average_last(trainer, state) if config.average_last else None
-        summary = _finish(trainer, state, averaged)
+        summary = _finish(trainer, state, averaged, stages)
     return world.broadcast(summary)
 
 
@@ -131,9 +165,8 @@ def train_epochs(trainer: Trainer, state: TrainState, stop: Stop) -> None:
     window["start"] = time.perf_counter()
     while not done and progress["epoch"] <= config.max_epochs:
         epoch = progress["epoch"]
-        sample = weighted_epoch(data.parts, trainer.weights, config.seed, epoch)
-        batches = token_batches(data.src.lengths, data.trg.lengths, config.batch_tokens, config.seed, epoch, sample)
-        del sample  # the batches hold their own copy of its indices
+        lengths, corpora = (data.src.lengths, data.trg.lengths), (trainer.weights, trainer.shares)
+        batches = epoch_batches(*lengths, data.parts, config.batch_tokens, config.seed, epoch, *corpora)
         # One update consumes accum_steps batches (the epoch's last one what is left); resume skips those consumed.
         while progress["batch"] < len(batches):
             tick = time.perf_counter()
@@ -365,15 +398,18 @@ def average_last(trainer: Trainer, state: TrainState) -> dict[str, Any]:
     return {"steps": steps, "checkpoint": {"spec": model.spec, "model": weights}, "valid": valid}
 
 
-def _finish(trainer: Trainer, state: TrainState, averaged: dict | None) -> dict[str, Any]:
+def _finish(
+    trainer: Trainer, state: TrainState, averaged: dict | None, stages: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     """Write the model, the subword models and the summary into the model directory.
 
     The model is the average of the last checkpoints (``averaged``) unless the best checkpoint scores better
     on dev by ``valid_metric``; then, or without an average, the best checkpoint. ``summary["model"]`` and
     the log say which.
+
+    :param stages: the summary entries of the stages before this one (:func:`nmt.training.stages.add_stages`)
     """
-    config, model, progress, history = trainer.config, state.model, state.progress, state.history
-    files = trainer.files
+    config, progress, history = trainer.config, state.progress, state.history
     best = trainer.files.ckpt_dir / "best.pt"
     if not best.exists():
         raise DataError(f"{best}: no validation was run, so there is no best model (check valid_every/max_steps)")
@@ -403,8 +439,22 @@ def _finish(trainer: Trainer, state: TrainState, averaged: dict | None) -> dict[
                 averaged["valid"][metric],
             )
     chosen_weights = averaged["checkpoint"] if use_average else load_checkpoint(best)
-    write_model(files.model_dir, chosen_weights, files.src_spm, files.trg_spm)
-    summary = {
+    write_model(trainer.files.model_dir, chosen_weights, trainer.files.src_spm, trainer.files.trg_spm)
+    summary = _summary(trainer, state, best_entry, chosen)
+    if averaged:
+        summary["averaged"] = {"steps": averaged["steps"], **averaged["valid"]}
+    if stages is not None:
+        summary = add_stages(summary, stages)
+    # Last: a summary of this identity says that model.pt is this training's (nmt.training.identity).
+    write_text(Path(trainer.files.model_dir) / "summary.json", json.dumps(summary, indent=2))
+    log.info("finished: %s", {k: v for k, v in summary.items() if k not in ("config", "stages")})
+    return summary
+
+
+def _summary(trainer: Trainer, state: TrainState, best_entry: dict[str, Any], chosen: str) -> dict[str, Any]:
+    """What ``summary.json`` records of a finished training: the model, its cost, the best validation."""
+    model, progress = state.model, state.progress
+    return {
         "arch": model.spec["arch"],
         "parameters": model.n_parameters(),
         "steps": progress["step"],
@@ -420,9 +470,5 @@ def _finish(trainer: Trainer, state: TrainState, averaged: dict | None) -> dict[
         "valid": best_entry,
         "model": chosen,
         "config": model.spec["config"],
+        "identity": identity_digest(state.identity),
     }
-    if averaged:
-        summary["averaged"] = {"steps": averaged["steps"], **averaged["valid"]}
-    write_text(Path(files.model_dir) / "summary.json", json.dumps(summary, indent=2))
-    log.info("finished: %s", {k: v for k, v in summary.items() if k != "config"})
-    return summary

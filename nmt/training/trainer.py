@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from nmt.config import TrainConfig
-from nmt.data.batches import weighted_epoch
+from nmt.data.batches import corpus_tokens, epoch_batches, weighted_epoch
 from nmt.data.binarize import BinarizedData, binarize, open_training_data
 from nmt.data.subword import load_subword
 from nmt.device import grad_scaler
@@ -40,6 +40,7 @@ class Trainer:
     files: TrainFiles
     data: BinarizedData  # the training set, memory-mapped
     weights: list[float] | None  # of its corpora, in their order (config.corpus_weights by name)
+    shares: list[float] | None  # of each batch's tokens per corpus, in their order (config.mix by name)
     dev: DevSet
     trained: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
     criterion: LabelSmoothedCrossEntropy
@@ -69,15 +70,11 @@ def start_training(
         world.barrier()
     data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
     weights = data.corpus_weights(config.corpus_weights)  # in the order of the binarized corpora
+    shares = data.corpus_shares(config.mix)
     dev = DevSet.load(files.dev_src, files.dev_ref, src_sp, trg_sp)
     get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation
     log.info("training pairs: %d (of at most %d subwords), dev pairs: %d", len(data), config.max_length, len(dev))
-    if weights is not None:
-        drawn = weighted_epoch(data.parts, weights, config.seed, 1)
-        corpora = ", ".join(
-            f"{n} {p} pairs x {w:g}" for n, p, w in zip(data.corpus_names, data.parts, weights, strict=True)
-        )
-        log.info("corpus weights: %s: %d pairs per epoch", corpora, len(data) if drawn is None else len(drawn))
+    log_corpora(data, config, weights, shares)
     if world.is_main:
         warn_about_schedule(config)
     if world.size > 1:
@@ -102,7 +99,33 @@ def start_training(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
     criterion = LabelSmoothedCrossEntropy(config.label_smoothing)
-    return Trainer(config, world, device, files, data, weights, dev, trained, criterion, curves), state
+    return Trainer(config, world, device, files, data, weights, shares, dev, trained, criterion, curves), state
+
+
+def log_corpora(
+    data: BinarizedData, config: TrainConfig, weights: list[float] | None, shares: list[float] | None
+) -> None:
+    """Log how the corpora make up an epoch: the pairs drawn under ``weights``, or under a mix (``shares``) the
+    corpora left out and each corpus's share of the first epoch's target tokens as realised."""
+    names = data.corpus_names
+    if weights is not None:
+        drawn = weighted_epoch(data.parts, weights, config.seed, 1)
+        corpora = ", ".join(f"{n} {p} pairs x {w:g}" for n, p, w in zip(names, data.parts, weights, strict=True))
+        log.info("corpus weights: %s: %d pairs per epoch", corpora, len(data) if drawn is None else len(drawn))
+    if shares is None:
+        return
+    left_out = [name for name, share in zip(names, shares, strict=True) if share == 0]
+    if left_out:
+        log.info("mix: corpora %s are not in the mix, so not drawn", left_out)
+    lengths = (data.src.lengths, data.trg.lengths)
+    batches = epoch_batches(*lengths, data.parts, config.batch_tokens, config.seed, 1, shares=shares)
+    tokens = corpus_tokens(batches, data.trg.lengths, data.parts)
+    mix = ", ".join(
+        f"{name} {share:.3f} (realised {n / tokens.sum():.3f})"
+        for name, share, n in zip(names, shares, tokens, strict=True)
+        if share > 0
+    )
+    log.info("mix of each batch's target tokens: %s; %d batches per epoch", mix, len(batches))
 
 
 def init_weights(
