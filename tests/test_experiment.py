@@ -49,8 +49,8 @@ def test_tiny_config_systems_and_runs():
     # The data column of the result table (as the end-to-end test finds it in scores.csv).
     assert [experiment.describe_data(stage) for stage in experiment.stages] == [
         "parallel",
-        "parallel+bt (beam2)",
-        "parallel+bt (sample-top5, tagged)",
+        "parallel+bt (beam2, 2 iterations)",
+        "parallel+bt (sample-top5, tagged, 2 iterations)",
         "distilled (transformer tiny, beam2)",
     ]
 
@@ -134,14 +134,22 @@ def test_backtranslation_settings():
 def test_iterative_backtranslation_rounds():
     """Rounds 2..N train with the reverse model's settings on the variant's data (weights, tag) in either direction;
     one round (the default), or no back-translation models, has no later round."""
-    assert experiment_of().backtranslation.later_rounds == []
+    assert (
+        experiment_of(backtranslation={**TINY["backtranslation"], "iterations": 1}).backtranslation.later_rounds == []
+    )
     assert (
         experiment_of(
             backtranslation={**TINY["backtranslation"], "models": [], "iterations": 3}
         ).backtranslation.later_rounds
         == []
     )
-    experiment = experiment_of(backtranslation={**TINY["backtranslation"], "iterations": 3})
+    variants = copy.deepcopy(TINY["backtranslation"]["variants"])
+    variants["bt_sample_tagged"]["upsample_real"] = 2
+    experiment = experiment_of(
+        models={"transformer": TINY["models"]["rnn"]},  # no training stages: the variants' weights apply
+        backtranslation={**TINY["backtranslation"], "iterations": 3, "variants": variants},
+        distillation={"students": []},
+    )
     assert experiment.backtranslation.later_rounds == [2, 3]
     forward, reverse = (experiment.round_training("bt_sample_tagged", lang) for lang in ("de", "en"))
     assert (forward.trg_lang, reverse.trg_lang) == ("de", "en")
@@ -164,7 +172,7 @@ def test_system_row():
         "arch": "transformer",
         "size": "tiny",
         "stage": "bt_beam",
-        "data": "parallel+bt (beam2)",
+        "data": "parallel+bt (beam2, 2 iterations)",
         "seed": 2,
         "hyp": "hyp.de",
         "ref": "ref.de",
@@ -216,6 +224,7 @@ def test_upsample_real_is_a_weight_of_the_real_corpora():
     experiment = experiment_of(
         models={"rnn": TINY["models"]["rnn"]},
         backtranslation={**TINY["backtranslation"], "models": ["rnn"], "variants": variants},
+        distillation={"students": []},
     )
     assert experiment.training("rnn", 1, "de", "bt").corpus_weights == {"multi30k_train": 2, "synthetic": 1}
 
