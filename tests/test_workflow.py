@@ -16,8 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 from conftest import MIRROR, REPO, html_tables
+
+from nmt.model_dir import read_model_file
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 TINY = REPO / "tests" / "integration"
@@ -109,10 +112,12 @@ def check_reruns(workdir: Path) -> None:
     assert own["clean_corpus"] == 1 and own["render_cleaning_report"] == 1 and own["train_model"] == 14
     assert not own.keys() & {"download_corpus", "prepare_eval_set", "clean_monolingual"}
     # A corpus weight: the trainings on the parallel data (and the reverse model's, hence the variants' corpora,
-    # and the teacher's, hence the distilled corpus, and their binarized sets), but neither the cleaning nor the
-    # binarized parallel data.
+    # their rounds and their binarized sets), but neither the cleaning nor the binarized parallel data; not the
+    # Transformer's baseline either, whose stages mix its one real corpus by share (a weight changes no share), so
+    # neither its translations of the training source nor the students distilled from them.
     weight = planned_jobs(workdir, "corpora={multi30k_train: {weight: 2}}")
-    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 14 and weight["binarize_corpus"] == 3
+    assert weight["train_reverse_model"] == 1 and weight["train_model"] == 10 and weight["binarize_corpus"] == 2
+    assert weight["train_round_model"] == 4 and "distill_part" not in weight
     assert not weight.keys() & {"download_corpus", "clean_corpus", "train_subword", "binarize_reverse_corpus"}
     # The job's threads are not a setting of the experiment: fewer cores rerun nothing.
     assert planned_jobs(workdir, "--cores", "1") == Counter()
@@ -650,7 +655,7 @@ def check_report(workdir: Path) -> None:
     [mono] = html_tables(embedded_text(items[pages[5]]))
     assert mono[1][:2] == ["lines_in", "29,000"] and mono[-1][:2] == ["kept", "300"]
     mixture, _ = html_tables(embedded_text(items[pages[7]]))
-    assert mixture[1][:4] == ["real pairs", "400", "×2", "800"]
+    assert mixture[1][:4] == ["real pairs", "400", "×1", "400"]
     # The workflow description and the captions (rendered from workflow/report/*.rst).
     captions = (
         "Neural machine translation experiments",
@@ -670,22 +675,24 @@ def check_report(workdir: Path) -> None:
 @pytest.mark.slow
 @needs_mirror
 def test_preempted_training_job_resumes_when_the_command_is_run_again(tmp_path):
-    """SIGTERM to a running training job (what SLURM sends before the time limit) fails the job with a saved
-    checkpoint; the same snakemake command then resumes it instead of starting over."""
+    """SIGTERM to a running training job (what SLURM sends before the time limit) in its second training stage
+    fails the job with a saved checkpoint; the same snakemake command then resumes it there instead of starting
+    over, without training the finished first stage again, and ends with the weights of an uninterrupted run."""
     workdir = tmp_path / "run"
     workdir.mkdir()
     config = yaml.safe_load((TINY / "config.yaml").read_text())
-    config["models"] = {"transformer": config["models"]["transformer"]}
+    stages = [{"data": {"real": 1}, "max_steps": 20}, {"data": {"real": 1}, "max_steps": 130, "lr": 0.001}]
+    config["models"] = {"transformer": {"arch": "transformer", "size": "tiny", "training": {"stages": stages}}}
     config["backtranslation"] = {"models": []}
     del config["distillation"]
-    config["training"].update(max_steps=150, valid_every=1000, log_every=5, checkpoint_every=1000)
+    config["training"].update(valid_every=1000, log_every=5, checkpoint_every=1000)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     target = "results/en-de/transformer/baseline/seed1/model/model.pt"
     command = [*SNAKEMAKE, "--directory", str(workdir), target, "--cores", "2", "--config", f"mirror={MIRROR}"]
     log = workdir / "results/logs/train_model/en-de.transformer.baseline.seed1.log"
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
-    while not (log.exists() and "step 10 |" in log.read_text()):
+    while "step 10 |" not in (log.read_text() if log.exists() else "").partition("stage 2 of 2")[2]:  # in stage 2
         assert proc.poll() is None and time.monotonic() < deadline, "training did not start"
         time.sleep(0.2)
     # The job's script process, as SLURM would signal it (snakemake itself keeps running).
@@ -700,14 +707,25 @@ def test_preempted_training_job_resumes_when_the_command_is_run_again(tmp_path):
     text = log.read_text()
     assert "training stopped by signal 15" in text and "run the same command again to resume" in text
     stopped_at = int(text.split("training stopped by signal 15 at step ")[1].split(";")[0])
-    assert 10 <= stopped_at < 150
+    assert 10 <= stopped_at < 130
     assert not (workdir / target).exists()
     again = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     text = log.read_text()
     model_dir = "results/en-de/transformer/baseline/seed1/model"
+    assert f"{model_dir}/stages/0: finished before" in text
     assert f"resumed from {model_dir}/checkpoints/last.pt at step {stopped_at}" in text
-    assert json.loads((workdir / model_dir / "summary.json").read_text())["steps"] == 150
+    summary = json.loads((workdir / model_dir / "summary.json").read_text())
+    assert summary["steps"] == 150 and [stage["steps"] for stage in summary["stages"]] == [20, 130]
+    # The same run uninterrupted ends with the same weights.
+    other = tmp_path / "uninterrupted"
+    other.mkdir()
+    shutil.copy(workdir / "config.yaml", other / "config.yaml")
+    rest = command[len(SNAKEMAKE) + 2 :]
+    uninterrupted = subprocess.run([*SNAKEMAKE, "--directory", str(other), *rest], capture_output=True, text=True)
+    assert uninterrupted.returncode == 0, uninterrupted.stderr[-3000:]
+    weights = [read_model_file(d / model_dir, torch.device("cpu"))["model"] for d in (workdir, other)]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
 # The rules' output, log and benchmark patterns (wildcard constraints dropped), and the results/ folders they hand
