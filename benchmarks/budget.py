@@ -7,7 +7,8 @@ best and the last dev BLEU, and the minutes to 90% of the best. Curves go to ``W
 figures to ``WORKDIR/budget.json``.
 
 A run is ``NAME=MODEL[,KEY=VALUE...]``: a model of config.yaml (its architecture and training keys, over
-the shared ``training`` section) with training keys overridden, e.g.::
+the shared ``training`` section, without its training stages: one training on the parallel data) with
+training keys overridden, e.g.::
 
     python benchmarks/budget.py --mirror ../shared/data/mirror --minutes 20 \\
         --run t=transformer,lr_schedule=linear,lr=0.001 --run rnn=rnn --run convs2s=convs2s

@@ -3,6 +3,7 @@ checksums, and strict reading of the UTF-8 text files that earlier stages wrote.
 
 import errno
 import hashlib
+import json
 import logging
 import os
 import re
@@ -11,7 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from nmt.errors import DataError, OutputError
 
@@ -164,6 +165,20 @@ def hash_file(path: str | Path, algorithm: str = "sha256") -> str:
     """Return the lowercase hex digest (``sha256``, ``md5``, ...) of the file at ``path``."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, algorithm).hexdigest()
+
+
+def read_json(path: str | Path) -> Any:
+    """Read a JSON file that an earlier stage wrote (a report, a summary).
+
+    :raises DataError: naming the file if it is missing or not JSON
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: not JSON ({e})") from e
 
 
 def read_lines(path: str | Path) -> list[str]:

@@ -327,13 +327,13 @@ CASES = [
     (
         "config-tab",
         lambda t: workflow_text(t, "  vocab_size: 300", "\tvocab_size: 300"),
-        "config error: config.yaml, line 33, column 1: found character '\\t' that cannot start any token"
+        "config error: config.yaml, line 37, column 1: found character '\\t' that cannot start any token"
         " (YAML indents with spaces; replace the tab)",
     ),
     (
         "config-bad-indent",
         lambda t: workflow_text(t, "  lr: 0.002\n", "  lr: 0.002\n   warmup_steps: 5\n"),
-        "config error: config.yaml, line 59, column 16: mapping values are not allowed here",
+        "config error: config.yaml, line 69, column 16: mapping values are not allowed here",
     ),
     # Distillation: a teacher the run does not train, a student CTranslate2 cannot run, nothing to distill
     (

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nmt.atomic import write_text
+from nmt.atomic import read_json, write_text
 from nmt.errors import DataError
 
 
@@ -48,7 +48,7 @@ def tabulate_rounds(
 
 
 def _model(role: str, summary_path: str | Path) -> dict[str, Any]:
-    summary = _read(summary_path)
+    summary = read_json(summary_path)
     try:
         return {f"{role}_model": str(Path(summary_path).parent), f"{role}_dev_bleu": model_dev_bleu(summary)}
     except (KeyError, AttributeError, TypeError) as e:
@@ -56,21 +56,11 @@ def _model(role: str, summary_path: str | Path) -> dict[str, Any]:
 
 
 def _corpus(role: str, report_path: str | Path) -> dict[str, Any]:
-    report = _read(report_path)
+    report = read_json(report_path)
     try:
         return {f"{role}_in": report["synthetic_in"], f"{role}_pairs": report["synthetic_pairs"]}
     except (KeyError, TypeError) as e:
         raise DataError(f"{report_path}: not a synthetic corpus report (no {e})") from e
-
-
-def _read(path: str | Path) -> Any:
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: not JSON ({e})") from e
 
 
 def _markdown(rows: list[dict[str, Any]]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from nmt.atomic import write_text
+from nmt.atomic import read_json, write_text
 from nmt.errors import DataError
 from nmt.evaluation.significance import SIGNIFICANCE_LEVEL, significance_frame
 from nmt.evaluation.tables import METRIC_NAMES, SCORES, SIGNIFICANCE_MARKS
@@ -218,16 +218,6 @@ def _counts(rows: list[tuple[str, int]], total: int, unit: str) -> pd.DataFrame:
     )
 
 
-def _read_json(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: not a JSON report ({e})") from e
-
-
 def render_cleaning_report(report_tsv: str | Path, html_path: str | Path, title: str, settings: dict[str, Any]) -> None:
     """The cleaning report of a training corpus (:func:`nmt.data.cleaning.write_report`) as a page: the pairs each
     filter dropped, in the order the filters run, and the pairs kept, then the corpus's cleaning settings.
@@ -256,7 +246,7 @@ def _setting(value: Any) -> str:
 def render_mono_report(report_json: str | Path, html_path: str | Path, title: str) -> None:
     """The report of :func:`nmt.data.cleaning.clean_monolingual` as a page: the sentences read, those each filter
     dropped, and the sample kept."""
-    report = _read_json(report_json)
+    report = read_json(report_json)
     try:
         rows = [("lines_in", report["lines_in"]), *report["dropped"].items(), ("kept", report["kept"])]
         inputs = report["inputs"]
@@ -270,7 +260,7 @@ def render_mono_report(report_json: str | Path, html_path: str | Path, title: st
 def render_synthetic_report(report_json: str | Path, html_path: str | Path, title: str) -> None:
     """The report of :func:`nmt.data.synthetic.build_synthetic_corpus` as a page: the mixture (real pairs
     and how often they are repeated, synthetic pairs), and what the filters did to the synthetic pairs."""
-    report = _read_json(report_json)
+    report = read_json(report_json)
     try:
         real, upsample, synthetic = report["real_pairs"], report["upsample_real"], report["synthetic_pairs"]
         synthetic_in, dropped, tagged = report["synthetic_in"], report["dropped"], report["tagged"]
