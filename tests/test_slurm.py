@@ -100,9 +100,10 @@ def minutes(limit: str) -> int:
 
 
 def tiny_transformer_config() -> dict:
-    """The tiny config's Transformer alone, one seed: no back-translation, no distillation, no monolingual data."""
+    """The tiny config's Transformer alone, in one training stage (the training section's max_steps), one seed: no
+    back-translation, no distillation, no monolingual data."""
     config = yaml.safe_load((TINY / "config.yaml").read_text())
-    config["models"] = {"transformer": config["models"]["transformer"]}
+    config["models"] = {"transformer": {"arch": "transformer", "size": "tiny"}}
     config["backtranslation"] = {"models": []}
     config.pop("distillation", None)
     del config["data"]["mono"], config["corpora"]["multi30k_mono1"]

@@ -19,6 +19,7 @@ from conftest import REPO, TOY_MODEL, tiny_train_config
 from nmt.atomic import hash_file
 from nmt.checkpoint import load_checkpoint
 from nmt.training.files import TrainFiles
+from nmt.training.identity import hash_weights
 from nmt.training.loop import train
 
 # Both corpora half and half, then the first alone at a lower rate.
@@ -68,7 +69,7 @@ def test_stages_train_one_after_the_other_from_each_others_weights(staged):
     assert summary["stages"][0]["valid"] == first["valid"] and "minutes" in summary["stages"][1]
     # The second stage started from the first's model, with its own settings.
     identity = load_checkpoint(model_dir / "checkpoints/last.pt")["identity"]
-    assert identity["init_from"] == hash_file(model_dir / "stages/0/model.pt")
+    assert identity["init_from"] == hash_weights(model_dir / "stages/0/model.pt")
     assert identity["training"]["lr"] == 1e-3 and identity["training"]["mix"] == {"a": 1}
     assert load_checkpoint(model_dir / "stages/0/checkpoints/last.pt")["identity"]["init_from"] is None
 
@@ -132,4 +133,20 @@ def test_a_rerun_trains_the_changed_stage_and_those_after_it(staged, tmp_path, c
     train_staged(files, [{**STAGES[0], "lr": 2e-3}, {**STAGES[1], "lr": 2e-3}])
     assert hash_file(first) != before[0] and "finished before" not in caplog.text
     identity = load_checkpoint(tmp_path / "run/checkpoints/last.pt")["identity"]
-    assert identity["init_from"] == hash_file(first) and "init_from" in caplog.text
+    assert identity["init_from"] == hash_weights(first) and "init_from" in caplog.text
+
+
+def test_the_weights_a_stage_starts_from_are_known_by_their_values_not_the_files_bytes(tmp_path):
+    """torch names a file's records after the name it is written under: the same weights saved twice differ in
+    bytes, and the next stage's identity must not (a stage trained again to the same weights resumes the next)."""
+    state = {"spec": {}, "model": {"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(2, dtype=torch.bfloat16)}}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        torch.save(state, tmp_path / name / f"{name}.pt")
+        (tmp_path / name / f"{name}.pt").rename(tmp_path / name / "model.pt")
+    first, second = tmp_path / "a/model.pt", tmp_path / "b/model.pt"
+    assert hash_file(first) != hash_file(second)
+    assert hash_weights(first) == hash_weights(second)
+    state["model"]["w"][0, 0] = 1.0
+    torch.save(state, second)
+    assert hash_weights(first) != hash_weights(second)

@@ -280,7 +280,7 @@ def test_training_threads_set_how_many_trainings_share_the_cores(tmp_path):
         jobs = re.findall(r"^rule (?:train_model|train_reverse_model):\n((?:    .*\n)+)", out.stdout, re.M)
         # A dry run names a job's threads when there are more than one.
         found = {(re.findall(r"^    threads: (\d+)$", job, re.M) or ["1"])[0] for job in jobs}
-        assert len(jobs) == 7 * 2 and found == {expected}, jobs  # the reverse model: once the split checkpoint ran
+        assert len(jobs) == 7 * 2 + 1 and found == {expected}, jobs  # 14 systems' trainings and the reverse model
 
 
 @pytest.mark.parametrize(
@@ -301,7 +301,7 @@ def test_plain_yaml_switches_and_numbers(tmp_path):
     """YAML 1.1 reads `bf16: on` as True and `lr: 2e-3` as a string: the workflow reads them as the schema means
     them, in the config file, in a model's training section and in nested --config values."""
     text = (TINY / "config.yaml").read_text().replace("  lr: 0.002\n", "  lr: 2e-3\n  bf16: on\n")
-    text = text.replace("    size: tiny\n  rnn:", "    size: tiny\n    training: {bf16: off, lr: 1e-3}\n  rnn:")
+    text = text.replace("    size: tiny\n  convs2s:", "    size: tiny\n    training: {bf16: off, lr: 1e-3}\n  convs2s:")
     assert "bf16: on" in text and "training: {bf16: off" in text
     (tmp_path / "config.yaml").write_text(text)
     overrides = ["decoding={max_len_a: 2e0}", "models={rnn: {arch: rnn, size: tiny, training: {bf16: on, lr: 5e-4}}}"]

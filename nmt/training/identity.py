@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from nmt.atomic import hash_file
 from nmt.checkpoint import load_checkpoint, previous_path
 from nmt.config import TrainConfig
@@ -47,8 +49,21 @@ def training_identity(
             "corpora": dict(zip(data.corpus_names, data.parts.tolist(), strict=True)),
         },
         "files": {role: hash_file(getattr(files, role)) for role in FILE_ROLES},
-        "init_from": hash_file(Path(init_from) / MODEL_FILE) if init_from else None,
+        "init_from": hash_weights(Path(init_from) / MODEL_FILE) if init_from else None,
     }
+
+
+def hash_weights(model_file: Path) -> str:
+    """The sha256 of a model file's weights (names, dtypes, shapes and values), not of its bytes: torch names a
+    file's zip records after the temporary name it was written under, so equal weights written twice differ in
+    bytes, and a stage trained again to the same weights would otherwise give the next stage another identity."""
+    state = torch.load(model_file, map_location="cpu", weights_only=True)["model"]
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def differences(saved: dict[str, Any], identity: dict[str, Any], progress: dict[str, Any]) -> list[str]:
