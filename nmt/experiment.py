@@ -257,20 +257,15 @@ class Experiment:
         training = dataclasses.replace(own.training, seed=seed, trg_lang=trg_lang, corpus_weights=weights)
         return self._staged(training, own.stages, stage in self.backtranslation.variants)
 
-    def reverse_training(self, trg_lang: str) -> TrainConfig:
-        """The reverse model's training; it translates into the pair's source language ``trg_lang``, on the parallel
-        data reversed (the same corpora, the same weights)."""
+    def reverse_training(self, trg_lang: str, variant: str = BASELINE) -> TrainConfig:
+        """The training of a model with the reverse model's settings, translating into ``trg_lang``: the reverse model
+        itself on the parallel data reversed (the same corpora, the same weights), or with a ``variant`` a later
+        round's forward or reverse model (:class:`Backtranslation`), on the real corpora and a synthetic corpus of the
+        variant weighted as its systems weight theirs (its stages' ``synthetic`` share drawn from that corpus)."""
         reverse = self.backtranslation.reverse
-        training = dataclasses.replace(reverse.training, trg_lang=trg_lang, corpus_weights=self.corpus_weights())
-        return self._staged(training, reverse.stages, synthetic=False)
-
-    def round_training(self, variant: str, trg_lang: str) -> TrainConfig:
-        """The training of a later round's forward or reverse model (:class:`Backtranslation`): the reverse model's
-        settings, translating into ``trg_lang``, on the real corpora and a synthetic corpus of ``variant`` weighted
-        as the variant's systems weight theirs (its stages' ``synthetic`` share drawn from that corpus)."""
-        reverse = self.backtranslation.reverse
-        training = dataclasses.replace(reverse.training, trg_lang=trg_lang, corpus_weights=self.corpus_weights(variant))
-        return self._staged(training, reverse.stages, synthetic=True)
+        weights = self.corpus_weights(variant)
+        training = dataclasses.replace(reverse.training, trg_lang=trg_lang, corpus_weights=weights)
+        return self._staged(training, reverse.stages, synthetic=variant != BASELINE)
 
     def corpus_weights(self, stage: str = BASELINE) -> dict[str, float] | None:
         """How often each corpus of a stage's training data is drawn per epoch, by name: each training corpus's

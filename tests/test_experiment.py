@@ -151,12 +151,12 @@ def test_iterative_backtranslation_rounds():
         distillation={"students": []},
     )
     assert experiment.backtranslation.later_rounds == [2, 3]
-    forward, reverse = (experiment.round_training("bt_sample_tagged", lang) for lang in ("de", "en"))
+    forward, reverse = (experiment.reverse_training(lang, "bt_sample_tagged") for lang in ("de", "en"))
     assert (forward.trg_lang, reverse.trg_lang) == ("de", "en")
     # The real pairs upsampled as the variant says, beside the synthetic corpus; the reverse model's training keys.
     assert forward.corpus_weights == reverse.corpus_weights == {"multi30k_train": 2, "synthetic": 1}
     assert forward.max_steps == experiment.reverse_training("en").max_steps
-    assert experiment.round_training("bt_beam", "de").corpus_weights is None
+    assert experiment.reverse_training("de", "bt_beam").corpus_weights is None
     assert experiment.round_meta("de", "en", "bt_sample_tagged") == ModelMeta("de", "en", True, tagged_bt=True)
     assert experiment.round_meta("en", "de", "bt_beam") == ModelMeta("en", "de", True, tagged_bt=False)
     assert experiment.describe_data("bt_sample_tagged") == "parallel+bt (sample-top5, tagged, real x2, 3 iterations)"

@@ -188,7 +188,7 @@ def get_round_files(role, side):
 
 
 def get_round_training(wildcards):
-    return plain(EXPERIMENT.round_training(wildcards.variant, round_langs(wildcards)[1]))
+    return plain(EXPERIMENT.reverse_training(round_langs(wildcards)[1], wildcards.variant))
 
 
 def get_round_meta(wildcards):
