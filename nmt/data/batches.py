@@ -171,8 +171,8 @@ def temperature_weights(parts: np.ndarray, temperature: float) -> list[float] | 
     if temperature == 1 or drawn.sum() < 2:
         return None
     scaled = np.where(drawn, sizes, 1.0) ** (1 / temperature)
-    weights = sizes.sum() * scaled / sizes / scaled[drawn].sum()
-    return [float(w) if n > 0 else 1.0 for w, n in zip(weights, sizes, strict=True)]
+    weights = np.where(drawn, sizes.sum() * scaled / np.where(drawn, sizes, 1.0) / scaled[drawn].sum(), 1.0)
+    return None if np.allclose(weights, 1) else [float(w) for w in weights]  # equal sizes: every pair once
 
 
 def token_batches(

@@ -354,6 +354,11 @@ def get_label_smoothing(wildcards):
     return get_model(wildcards).training.label_smoothing
 
 
+def get_curve_title(wildcards):
+    """The title of a seed's learning curves, e.g. ``en-de transformer (baseline, seed 1)``."""
+    return f"{wildcards.src}-{wildcards.trg} {wildcards.model} ({wildcards.stage}, seed {wildcards.seed})"
+
+
 def get_reverse_training(wildcards):
     return plain(EXPERIMENT.reverse_training(wildcards.src))
 
@@ -566,6 +571,12 @@ def get_multilingual_bf16(wildcards):
 
 def get_multilingual_label_smoothing(wildcards):
     return get_multilingual(wildcards).training.label_smoothing
+
+
+def get_multilingual_curve_title(wildcards):
+    """The title of a multilingual system's seed's learning curves, e.g. ``m2m: de-en, en-de (multilingual, seed 1)``."""
+    system = get_multilingual(wildcards)
+    return f"{system.name}: {', '.join(system.directions)} (multilingual, seed {wildcards.seed})"
 
 
 def get_trg_lang(wildcards):

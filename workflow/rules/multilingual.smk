@@ -235,5 +235,6 @@ use rule plot_learning_curves as plot_multilingual_curves with:
         ),
     params:
         label_smoothing=get_multilingual_label_smoothing,
+        title=get_multilingual_curve_title,
     log:
         "results/logs/plot_multilingual_curves/{system}.seed{seed}.log",
