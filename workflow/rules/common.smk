@@ -64,11 +64,20 @@ def defined(key, name, names):
     return name
 
 
+# Keys that config dataclasses gained after runs were made, left out of a param while unset (None), so that the jobs
+# of those runs keep their params and a finished run reruns nothing: TrainConfig.temperature and ModelMeta.directions
+# (multilingual systems).
+UNSET_KEYS_LEFT_OUT = ("temperature", "directions")
+
+
 def plain(value):
     """A config dataclass as a plain dict, the form of every settings param: Snakemake records plain params and
     reruns the jobs whose params changed, but skips objects it cannot represent (a changed setting would keep a
-    stale result). Scripts build the dataclass again with nmt.config.from_dict."""
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    stale result). Scripts build the dataclass again with nmt.config.from_dict (an unset key left out is its
+    default)."""
+    if not dataclasses.is_dataclass(value):
+        return value
+    return {k: v for k, v in dataclasses.asdict(value).items() if v is not None or k not in UNSET_KEYS_LEFT_OUT}
 
 
 def ask(question, *names):
@@ -352,11 +361,6 @@ def data_threads(most):
 
 def get_label_smoothing(wildcards):
     return get_model(wildcards).training.label_smoothing
-
-
-def get_curve_title(wildcards):
-    """The title of a seed's learning curves, e.g. ``en-de transformer (baseline, seed 1)``."""
-    return f"{wildcards.src}-{wildcards.trg} {wildcards.model} ({wildcards.stage}, seed {wildcards.seed})"
 
 
 def get_reverse_training(wildcards):

@@ -151,7 +151,6 @@ rule plot_learning_curves:
         ),
     params:
         label_smoothing=get_label_smoothing,
-        title=get_curve_title,
     log:
         "results/logs/plot_learning_curves/{src}-{trg}.{model}.{stage}.seed{seed}.log",
     conda:

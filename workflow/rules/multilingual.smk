@@ -160,7 +160,7 @@ rule translate_multilingual:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate.py"
+        "../scripts/translate_multilingual.py"
 
 
 # One step of a pivot cascade: translate a pair's test set (the first step) or the step before's translation into the
@@ -188,7 +188,7 @@ rule translate_pivot:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate.py"
+        "../scripts/translate_pivot.py"
 
 
 # Score a multilingual system's translation as score_translations scores a bilingual one; its cost is its model's.
@@ -222,7 +222,7 @@ use rule score_translations as score_pivot_translations with:
 
 
 # Learning curves of one seed of a multilingual system (its dev set: every direction's).
-use rule plot_learning_curves as plot_multilingual_curves with:
+rule plot_multilingual_curves:
     input:
         summary="results/multilingual/{system}/seed{seed}/model/summary.json",
     output:
@@ -238,3 +238,7 @@ use rule plot_learning_curves as plot_multilingual_curves with:
         title=get_multilingual_curve_title,
     log:
         "results/logs/plot_multilingual_curves/{system}.seed{seed}.log",
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/plot_multilingual_curves.py"

@@ -1,6 +1,5 @@
-"""Rules translate_test, backtranslate_part, distill_part, translate_export, translate_multilingual and
-translate_pivot: translate one file with a model, an ensemble of models, or a CTranslate2 export (the test sets'
-translations also record the device and precision that decoded them).
+"""Rules translate_test, backtranslate_part, distill_part and translate_export: translate one file with a model, an
+ensemble of models, or a CTranslate2 export (translate_test also records the device and precision that decoded it).
 An export's process never imports torch (nmt.decoding imports it for the torch runtime only), so that
 the job's time is a deployment's."""
 
@@ -22,6 +21,4 @@ with entry_point(snakemake.log[0]):
         bf16=snakemake.params.get("bf16", "auto"),
         threads=snakemake.threads,
         record_path=snakemake.output.get("decoding"),
-        trg_lang=snakemake.params.get("trg_lang"),  # a multilingual model's: its tag starts every source
-        normalize=snakemake.params.get("normalize", False),  # a pivot cascade's intermediate translation
     )
