@@ -253,3 +253,18 @@ def test_a_model_from_several_languages_needs_the_source_language(tmp_path):
     with pytest.raises(ConfigError, match="translates from de, fr: not from 'en'"):
         normalize_input(tmp_path, ["x"], "en")
     assert list(normalize_input(tmp_path, ["Il a dit « oui » ?"], "fr")) == ['Il a dit " oui " ?']
+
+
+def test_a_multilingual_model_exports_to_ctranslate2_with_its_tags(one_to_many, tmp_path):
+    """The tag is a source piece: the export decodes each target language as torch does, token for token."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    from nmt.decoding.ctranslate2 import export_model
+
+    model_dir, dev = one_to_many
+    export = export_model(model_dir, tmp_path / "ct2")
+    assert json.loads((export / META_FILE).read_text())["multilingual"]["tags"] == {"de": "<2de>", "xx": "<2xx>"}
+    for lang in ("de", "xx"):
+        for runtime, path in (("torch", model_dir), ("ctranslate2", export)):
+            config = DecodeConfig(method="greedy", runtime=runtime)
+            translate_file(path, dev["en"], tmp_path / f"{runtime}.{lang}", config, trg_lang=lang)
+        assert (tmp_path / f"torch.{lang}").read_text() == (tmp_path / f"ctranslate2.{lang}").read_text()

@@ -405,6 +405,7 @@ def test_tables_and_figures_of_systems_no_longer_configured_are_removed(tmp_path
         "results/plots/en-de.convs2s.baseline.seed1.png",  # a model removed
         "results/plots/en-de.rnn.baseline.seed2.png",  # a seed removed
         "results/plots/en-de.rnn.bt_beam.seed1.png",  # a back-translation variant removed
+        "results/plots/multilingual.m2m.seed1.png",  # a multilingual system removed
     ]
     distillation = [f"results/tables/distillation.{ext}" for ext in ("md", "csv")] + ["results/plots/distillation.png"]
     distillation.append("results/tables/distillation_timing.json")

@@ -41,8 +41,8 @@ PUBLISHED_KEYS = ["system", "citation", "pair", "testset", "measurement"]
 ARCH_NAMES = {"transformer": "Transformer", "rnn": "RNN", "convs2s": "ConvS2S"}
 METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "bleu_lc_tok": "BLEU (lc tok)"}
 # Figures named after a pair and its systems: a seed's learning curves ({pair}.{model}.{stage}.seed{N}.png) and the
-# comparison of a pair's systems ({pair}.comparison.png).
-SYSTEM_PLOT = re.compile(r"[a-z]{2,3}-[a-z]{2,3}\.(comparison|\w+\.\w+\.seed\d+)\.png")
+# comparison of a pair's systems ({pair}.comparison.png); a multilingual system's (multilingual.{system}.seed{N}.png).
+SYSTEM_PLOT = re.compile(r"([a-z]{2,3}-[a-z]{2,3}\.(comparison|\w+\.\w+\.seed\d+)|multilingual\.\w+\.seed\d+)\.png")
 # The distillation table, its timing and its figure, under results/.
 DISTILLATION_RESULTS = [
     "tables/distillation.md",

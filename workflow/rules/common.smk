@@ -453,11 +453,15 @@ def score_records():
 
 def system_plots():
     """The learning curves of the configured systems (the run's targets); the tables' step removes any other."""
-    return expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs) + expand(
-        "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
-        pair=EXPERIMENT.pairs,
-        system=EXPERIMENT.systems,
-        seed=EXPERIMENT.seeds,
+    return (
+        expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs)
+        + expand(
+            "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
+            pair=EXPERIMENT.pairs,
+            system=EXPERIMENT.systems,
+            seed=EXPERIMENT.seeds,
+        )
+        + expand("results/plots/multilingual.{system}.seed{seed}.png", system=ML.systems, seed=EXPERIMENT.seeds)
     )
 
 
@@ -668,10 +672,6 @@ def get_pivot_row(wildcards, input):
 
 
 def multilingual_targets():
-    """The targets of the multilingual systems besides their rows (asked by all): each seed's scores per direction and its
-    learning curves."""
-    return expand(
-        ["results/multilingual/{system}/seed{seed}/directions.md", "results/plots/multilingual.{system}.seed{seed}.png"],
-        system=ML.systems,
-        seed=EXPERIMENT.seeds,
-    )
+    """The targets of the multilingual systems besides their rows and curves (asked by all): each seed's scores per
+    direction."""
+    return expand("results/multilingual/{system}/seed{seed}/directions.md", system=ML.systems, seed=EXPERIMENT.seeds)
