@@ -193,10 +193,9 @@ def wide_table(
     per_pair = pd.Series([p for p, _ in testsets]).value_counts()
     heading = {(p, t): p.upper() + (f" {t}" if per_pair[p] > 1 else "") for p, t in testsets}
     tokenized = _tokenized_testsets(summary, published) if "bleu" in metrics else set()
-    columns = [(heading[p, t], METRIC_NAMES[m]) for p, t in testsets for m in _shown(metrics, (p, t) in tokenized)]
-    if costs:
-        columns += [(heading[p, t], name) for p, t in testsets for name in COST_NAMES.values()]
-        columns.sort(key=lambda column: [heading[p, t] for p, t in testsets].index(column[0]))
+    shown = {key: [METRIC_NAMES[m] for m in _shown(metrics, key in tokenized)] for key in testsets}
+    shown = {key: names + (list(COST_NAMES.values()) if costs else []) for key, names in shown.items()}
+    columns = [(heading[key], name) for key in testsets for name in shown[key]]
     filled = _shown(metrics, True)
 
     cells: dict[str, dict[tuple[str, str], str]] = {}
@@ -229,10 +228,7 @@ def wide_table(
             target |= {(heading[row["pair"], row["testset"]], name): text for name, text in cost_cells(row).items()}
     if tested:
         notes.append(_significance_note(significance, set(tested.values())))
-    if tokenized:
-        notes.append(TOKENIZED_BLEU_NOTE)
-    if costs:
-        notes.append(COSTS_NOTE)
+    notes += ([TOKENIZED_BLEU_NOTE] if tokenized else []) + ([COSTS_NOTE] if costs else [])
 
     table = pd.DataFrame(
         [[row.get(c, "") for c in columns] for row in cells.values()],
