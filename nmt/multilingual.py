@@ -166,8 +166,8 @@ def parse_system(
     for key in NOT_IN_SYSTEMS:
         if key in own:
             raise ConfigError(
-                f"{where}.training.{key}: not a key of a multilingual system's training ({key} is set "
-                "by the workflow: the temperature weighs its directions, and it trains from scratch)"
+                f"{where}.training.{key}: not a key of a multilingual system's training: the workflow sets it (the "
+                "system's temperature weighs its directions; it trains from scratch, scored in each target language)"
             )
     stages = own.pop("stages", [dict(stage) for stage in model.stages]) or []
     if any("data" in stage for stage in stages):
