@@ -1,5 +1,5 @@
-# NMT pipeline: download -> clean -> subword -> back-translate, distill -> binarize -> train -> translate -> score
-# -> tables. This file is the table of contents: the config (config.yaml, checked against
+# NMT pipeline: download -> clean -> subword -> back-translate, distill, multilingual -> binarize -> train ->
+# translate -> score -> tables. This file is the table of contents: the config (config.yaml, checked against
 # workflow/schemas/config.schema.yaml), a rule file per stage (workflow/rules/), and rule all.
 # Everything is written under results/ (git-ignored); every path, and what its {model}, {stage} and {run}
 # mean: docs/results.md, "Results path scheme".
@@ -35,6 +35,7 @@ include: "workflow/rules/distill.smk"
 include: "workflow/rules/binarize.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/multilingual.smk"  # after the rules it reuses (binarize, score, plot)
 
 
 # Temp files (.NAME.PID.tmp) that jobs killed together with Snakemake (kill -9) left are removed at the next run.
@@ -50,3 +51,4 @@ rule all:
         report_pages(),
         round_tables(),
         ["results/tables/distillation.md"] if KD else [],
+        multilingual_targets(),

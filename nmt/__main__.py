@@ -46,7 +46,7 @@ def translate(args: argparse.Namespace) -> None:
     from nmt.atomic import atomic_text
     from nmt.decoding.streaming import check_source, read_source, translate_windows
     from nmt.decoding.translation import load_decoding
-    from nmt.model_dir import normalize_input
+    from nmt.model_dir import normalize_input, tag_input
 
     config = decode_config(args)
     if args.nbest is not None and (config.method != "beam" or args.nbest > config.beam_size):
@@ -60,7 +60,8 @@ def translate(args: argparse.Namespace) -> None:
     output = atomic_text(args.output) if args.output else nullcontext(sys.stdout)
     with source as src, output as out:
         # as cleaning normalized the training sources (the first model's meta.json)
-        lines = normalize_input(args.model[0], read_source(src, name))
+        lines = normalize_input(args.model[0], read_source(src, name), args.src_lang)
+        lines = tag_input(args.model[0], lines, args.trg_lang)  # a multilingual model's target-language tag
         first_line = 1
         for hyps in translate_windows(translator, lines, name, args.window, args.nbest):
             if args.nbest is None:
@@ -247,6 +248,14 @@ def add_translate_command(commands: Commands) -> None:
         action="append",
         help="model directory (model.pt, src.model, trg.model); repeat it to decode with an ensemble; "
         "with --runtime ctranslate2 also a CTranslate2 export (nmt export)",
+    )
+    p.add_argument(
+        "--trg-lang",
+        help="a multilingual model's target language: its tag (meta.json) starts every source, e.g. de for <2de>",
+    )
+    p.add_argument(
+        "--src-lang",
+        help="the source language whose normalization the input gets, for a model from several (multilingual)",
     )
     add_search_options(p)
     p.add_argument("--batch-size", type=positive_int, default=DecodeConfig.batch_size, help="sentences per batch")

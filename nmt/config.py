@@ -307,6 +307,7 @@ class TrainConfig:
     tensorboard: bool = False
     corpus_weights: dict[str, float] | None = None
     mix: dict[str, float] | None = None
+    temperature: float | None = None
     stages: list[dict] | None = None
 
     # Keys a stage cannot set: stages do not nest, one seed runs through them all, and a stage starts from the
@@ -334,6 +335,7 @@ class TrainConfig:
             min_lr=self.min_lr,
             average_last=self.average_last,
             max_minutes=self.max_minutes,
+            temperature=self.temperature,
         )
         if not 0 < self.anneal_factor < 1:
             raise ConfigError(f"{where}.anneal_factor: must be in (0, 1), got {self.anneal_factor}")
@@ -354,6 +356,8 @@ class TrainConfig:
                 f"{where}.mix: not with corpus_weights (a mix fixes each corpus's share of every batch; weights "
                 "draw corpora per epoch)"
             )
+        if self.temperature is not None and (self.mix is not None or self.corpus_weights is not None):
+            raise ConfigError(f"{where}.temperature: not with corpus_weights or mix (it sets the corpus weights)")
         if self.mix is not None and not self.mix:
             raise ConfigError(f"{where}.mix: names no corpus; leave it out to draw every corpus")
         self.stage_configs(where)
@@ -394,13 +398,16 @@ class ModelMeta:
 
     ``src_lang`` and ``normalize_punctuation`` rebuild the normalizer that cleaning applied to the
     sources (:class:`nmt.data.normalize.Normalizer`); ``tagged_bt`` says whether synthetic training sources
-    started with the back-translation tag (real inputs never do).
+    started with the back-translation tag (real inputs never do). A multilingual model's ``directions``
+    (``SRC-TRG``) say which target-language tags its sources start with (:func:`nmt.vocab.target_tag`) and which
+    source languages it normalizes; its ``src_lang`` (``trg_lang``) is empty when it has several.
     """
 
     src_lang: str
     trg_lang: str
     normalize_punctuation: bool = True
     tagged_bt: bool = False
+    directions: list[str] | None = None
 
 
 # Greedy search's workers on the CPU by default, at most (nmt.decoding.translation.torch_search): each holds a

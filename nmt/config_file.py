@@ -39,6 +39,7 @@ from nmt.experiment import (
     Variant,
 )
 from nmt.model_config import resolve_model_options
+from nmt.multilingual import check_eval_sets, parse_multilingual
 
 
 def check_config_syntax(path: str | Path) -> None:
@@ -162,7 +163,9 @@ def reject_training_seeds(config: dict[str, Any]) -> None:
     """Raise ConfigError on a ``seed`` in a training section: the seed of each run is the ``{run}`` of its results
     path, from the top-level ``seeds`` list. Checked before the schema fills in the default ``training.seed``."""
     sections = {"training": config.get("training")}
-    sections |= {f"models.{name}.training": m.get("training") for name, m in config.get("models", {}).items()}
+    for key in ("models", "multilingual"):
+        entries = config.get(key) or {}
+        sections |= {f"{key}.{name}.training": m.get("training") for name, m in entries.items() if isinstance(m, dict)}
     for where, section in sections.items():
         if isinstance(section, dict) and "seed" in section:
             raise ConfigError(f"key '{where}.seed': set the top-level list 'seeds' instead (e.g. seeds: [1, 2, 3])")
@@ -181,6 +184,8 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     decoding = from_dict(DecodeConfig, config["decoding"], "decoding")
     if config["training"].get("corpus_weights") is not None:
         raise ConfigError("training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)")
+    if config["training"].get("temperature") is not None:
+        raise ConfigError("training.temperature: set a multilingual system's temperature (multilingual.NAME)")
     models = {
         name: parse_model(name, options, config["training"], f"models.{name}")
         for name, options in config["models"].items()
@@ -201,6 +206,8 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     check_stages(backtranslation.reverse, data, "backtranslation.reverse_model")
     check_upsampling(backtranslation, models)
     distillation = parse_distillation(config["distillation"], models, backtranslation)
+    multilingual = parse_multilingual(config, models, config["pairs"], subword)
+    check_eval_sets(multilingual, data, corpora, config["pairs"])
     tables = from_dict(TablesConfig, config["tables"], "tables")
     if tables.baseline is not None and tables.baseline not in models:
         raise ConfigError(f"tables.baseline: '{tables.baseline}' is not a key of models")
@@ -216,6 +223,7 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
         decoding=decoding,
         seeds=tuple(config["seeds"]),
         tables=tables,
+        multilingual=multilingual,
     )
     for name in data.train:
         experiment.corpus_cleaning(name)  # a bad value of a corpus's own cleaning keys fails now

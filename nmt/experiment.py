@@ -19,6 +19,7 @@ from nmt.config import (
     TablesConfig,
     TrainConfig,
 )
+from nmt.multilingual import PIVOT, Multilingual, MultilingualSystem
 
 # The stage of the models trained on the parallel data only; the other stages are back-translation variants.
 BASELINE = "baseline"
@@ -185,6 +186,7 @@ class Experiment:
     decoding: DecodeConfig
     seeds: tuple[int, ...]
     tables: TablesConfig
+    multilingual: Multilingual = dataclasses.field(default_factory=Multilingual)
 
     @property
     def langs(self) -> list[str]:
@@ -234,6 +236,62 @@ class Experiment:
             r for r in self.scored_runs() if (r.model, r.stage) != (self.baseline, BASELINE) or r.name == ENSEMBLE
         ]
         return [reference, *others]
+
+    @property
+    def eval_pairs(self) -> list[str]:
+        """Every pair of the result table: the pairs, then those that only multilingual systems (a direction with its
+        reverse's data, or zero-shot) and pivot cascades translate; each has its dev and test sets."""
+        return list(dict.fromkeys([*self.pairs, *self.multilingual.pairs()]))
+
+    def pair_runs(self, pair: str) -> list[Run]:
+        """The runs of a pair's group of the result table: every system's if it is a pair of the config, then those of
+        each multilingual system that serves it (``{stage}`` its kind) and of each model's pivot cascade."""
+        return (self.scored_runs() if pair in self.pairs else []) + self.row_runs(pair)
+
+    def row_runs(self, pair: str) -> list[Run]:
+        """The runs of the multilingual systems and pivot cascades that translate ``pair``."""
+        return [Run(name, kind, run) for name, kind in self.multilingual.rows(pair, self.models) for run in self.runs]
+
+    def pair_compared_runs(self, pair: str) -> list[Run]:
+        """:meth:`compared_runs` for the group of ``pair`` with its multilingual and pivot rows: they are tested
+        against the pair's bilingual baseline; in a pair without one (no data) against the baseline model's pivot
+        cascade, else the first row, each's first seed."""
+        if pair in self.pairs:
+            return self.compared_runs() + self.row_runs(pair)
+        runs = self.row_runs(pair)
+        pivot = Run(self.baseline, PIVOT, self.runs[0])
+        reference = pivot if pivot in runs else runs[0]
+        others = [r for r in runs if (r.model, r.stage) != (reference.model, reference.stage) or r.name == ENSEMBLE]
+        return [reference, *others]
+
+    def system_of(self, name: str) -> MultilingualSystem:
+        return self.multilingual.systems[name]
+
+    def data_pair(self, direction: str) -> str:
+        """The pair of the config whose cleaned corpora a multilingual system's direction trains on: the direction
+        itself, or its reverse (the same pairs read the other way)."""
+        return direction if direction in self.pairs else "-".join(direction.split("-")[::-1])
+
+    def multilingual_training(self, name: str, seed: int) -> TrainConfig:
+        """The training of one seed of a multilingual system: its model's, with the system's keys and temperature;
+        the dev BLEU's target language is its target language when it has one (else BLEU's default tokenizer)."""
+        system = self.system_of(name)
+        trg_lang = system.trg_langs[0] if len(system.trg_langs) == 1 else ""
+        return dataclasses.replace(system.training, seed=seed, trg_lang=trg_lang)
+
+    def multilingual_meta(self, name: str) -> ModelMeta:
+        """What a multilingual model records for translation: its directions (so its tags and source languages),
+        and its one source or target language where it has one."""
+        system = self.system_of(name)
+        src, trg = (langs[0] if len(langs) == 1 else "" for langs in (system.src_langs, system.trg_langs))
+        return ModelMeta(src, trg, self.cleaning.normalize_punctuation, directions=list(system.directions))
+
+    def row_model(self, run: Run) -> Model:
+        """The model entry a row is built from: a multilingual system's ``model``, else the run's own."""
+        name = run.model
+        if run.stage != PIVOT and name in self.multilingual.systems:
+            name = self.system_of(name).model
+        return self.models[name]
 
     def model_settings(self, model: str) -> dict[str, Any]:
         """A model's architecture with every setting resolved (:attr:`Model.settings`), which training builds."""
@@ -366,19 +424,24 @@ class Experiment:
     def system_row(self, pair: str, test: str, run: Run, hyp: str, ref: str) -> dict[str, Any]:
         """What identifies a row of the result table, and its translation ``hyp`` of the reference ``ref``
         (significance tests name the translations they compare)."""
-        model = self.models[run.model]
+        model = self.row_model(run)
+        bilingual = run.stage in self.stages
         row = {
             "pair": pair,
             "testset": test,
-            "model": model.name,
+            "model": run.model,
             "arch": model.arch,
             "size": model.size,
             "stage": run.stage,
-            "data": self.describe_data(run.stage),
+            "data": self.describe_data(run.stage)
+            if bilingual
+            else self.multilingual.describe(run.model, run.stage, pair),
             "seed": ENSEMBLE if run.name == ENSEMBLE else self.run_seeds(run.name)[0],
             "hyp": hyp,
             "ref": ref,
         }
         if run.name == ENSEMBLE:
             row["members"] = len(self.seeds)
+        if not bilingual and run.stage != PIVOT:  # one model's cost, shown in the group of every pair it serves
+            row["shared_by"] = len(self.system_of(run.model).served)
         return row

@@ -20,8 +20,8 @@ from nmt.atomic import atomic_path, hash_file, write_text
 from nmt.config import ModelMeta
 from nmt.data.normalize import Normalizer
 from nmt.data.subword import load_subword
-from nmt.errors import DataError, NmtError
-from nmt.vocab import BT_TAG
+from nmt.errors import ConfigError, DataError, NmtError
+from nmt.vocab import BT_TAG, target_tag
 
 if TYPE_CHECKING:
     import torch
@@ -126,44 +126,103 @@ def write_meta(model_dir: str | Path, meta: ModelMeta | None) -> dict:
 
     ``source_normalization`` is what cleaning applied to the training sources (None when the model
     was trained outside the workflow, without ``meta``); ``bt_tag`` the back-translation tag
-    convention; ``subword`` the sha256 of both subword models, which fine-tuning checks.
+    convention; ``subword`` the sha256 of both subword models, which fine-tuning checks; ``multilingual`` (a
+    multilingual model's) its directions and the tag of each target language, which every source starts with
+    (:func:`tag_input`), and ``source_normalization.langs`` its source languages.
 
     :return: the written dict
     """
     model_dir = Path(model_dir)
     record = {
-        "src_lang": meta.src_lang if meta else None,
-        "trg_lang": meta.trg_lang if meta else None,
+        "src_lang": (meta.src_lang or None) if meta else None,
+        "trg_lang": (meta.trg_lang or None) if meta else None,
         "source_normalization": None,
         "bt_tag": {"tag": BT_TAG, "tagged_training_sources": bool(meta and meta.tagged_bt), "tag_inputs": False},
         "subword": {name: {"sha256": hash_file(model_dir / name)} for name in (SRC_SPM, TRG_SPM)},
     }
     if meta is not None:
         record["source_normalization"] = {
-            "lang": meta.src_lang,
+            "lang": meta.src_lang or None,
             "unicode": "NFC",
             "moses_punctuation": meta.normalize_punctuation,
             "control_characters": "removed",
             "whitespace": "collapsed",
         }
+    if meta is not None and meta.directions:
+        pairs = [direction.split("-") for direction in meta.directions]
+        record["source_normalization"]["langs"] = sorted({src for src, _ in pairs})
+        record["multilingual"] = {
+            "directions": list(meta.directions),
+            "tags": {trg: target_tag(trg) for trg in sorted({trg for _, trg in pairs})},
+            "tag_inputs": True,  # every source starts with the tag of the target language asked for
+        }
     write_text(model_dir / META_FILE, json.dumps(record, indent=2) + "\n")
     return record
 
 
-def normalize_input(model_dir: str | Path, lines: Iterable[str]) -> Iterable[str]:
-    """Normalize source ``lines`` as cleaning normalized the training sources of ``model_dir`` (its meta.json).
+def read_meta(model_dir: str | Path) -> dict[str, Any] | None:
+    """The meta.json of ``model_dir`` as written by :func:`write_meta`; None where there is none.
 
-    Lines stay as they are for a model directory without a recorded normalization.
+    :raises DataError: naming the file if it is not JSON
     """
     path = Path(model_dir) / META_FILE
     if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise DataError(f"{path}: not a model meta file ({type(e).__name__}: {e})") from None
+
+
+def normalize_input(model_dir: str | Path, lines: Iterable[str], src_lang: str | None = None) -> Iterable[str]:
+    """Normalize source ``lines`` as cleaning normalized the training sources of ``model_dir`` (its meta.json), in
+    the source language ``src_lang``, which a multilingual model from several source languages needs.
+
+    Lines stay as they are for a model directory without a recorded normalization.
+
+    :raises ConfigError: for a ``src_lang`` the model does not translate from, or none where it has several
+    """
+    meta = read_meta(model_dir)
+    path = Path(model_dir) / META_FILE
+    if meta is None:
         log.warning("%s: not found, so the input is not normalized like the training data", path)
         return lines
     try:
-        settings = json.loads(path.read_text(encoding="utf-8"))["source_normalization"]
+        settings = meta["source_normalization"]
         if settings is None:
             return lines
-        normalizer = Normalizer(settings["lang"], settings["moses_punctuation"])
-    except (ValueError, KeyError, TypeError) as e:
+        langs = settings.get("langs") or [settings["lang"]]
+        lang = src_lang or (langs[0] if len(langs) == 1 else None)
+        if lang not in langs:
+            asked = f"not from '{src_lang}'" if src_lang else "give the source language (--src-lang)"
+            raise ConfigError(f"{path}: the model translates from {', '.join(langs)}: {asked}")
+        normalizer = Normalizer(lang, settings["moses_punctuation"])
+    except (KeyError, TypeError) as e:
         raise DataError(f"{path}: not a model meta file ({type(e).__name__}: {e})") from None
     return map(normalizer, lines)  # lazily: the input may be a stream
+
+
+def tag_input(model_dir: str | Path, lines: Iterable[str], trg_lang: str | None = None) -> Iterable[str]:
+    """``lines`` each with the tag of the target language ``trg_lang`` first, as a multilingual model's training
+    sources (its meta.json's tags, Johnson et al. 2017); an empty line stays empty (it is not translated). The lines
+    of a bilingual model stay as they are.
+
+    :raises ConfigError: naming the meta file for a multilingual model without ``trg_lang`` or without its tag
+    :raises DataError: when the tag is not one piece of the model's source subword model (another model's file)
+    """
+    meta = read_meta(model_dir) or {}
+    tags = (meta.get("multilingual") or {}).get("tags")
+    path = Path(model_dir) / META_FILE
+    if not tags:
+        if trg_lang and meta.get("trg_lang") not in (None, trg_lang):
+            raise ConfigError(f"{path}: the model translates into {meta['trg_lang']}, not into '{trg_lang}'")
+        return lines
+    known = ", ".join(f"{lang} {tag}" for lang, tag in tags.items())
+    if trg_lang not in tags:
+        asked = f"no tag for '{trg_lang}'" if trg_lang else "give the target language (--trg-lang)"
+        raise ConfigError(f"{path}: a multilingual model (target languages and tags: {known}): {asked}")
+    tag = tags[trg_lang]
+    src_sp = load_subword(Path(model_dir) / SRC_SPM)
+    if src_sp.piece_to_id(tag) == src_sp.unk_id():
+        raise DataError(f"{Path(model_dir) / SRC_SPM}: the tag {tag} of {path} is no piece of the source subword model")
+    return (f"{tag} {line}" if line.strip() else line for line in lines)

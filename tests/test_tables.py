@@ -279,6 +279,56 @@ def test_wide_table_labels_data_and_several_test_sets(tmp_path):
     assert "EN-DE test\\_2016\\_flickr" in (tmp_path / "w.tex").read_text()
 
 
+def test_cost_columns_price_pivot_cascades_and_shared_multilingual_models(tmp_path):
+    """Each pair's group: a bilingual model costs one model, a pivot cascade its two, a multilingual model one,
+    shared by the pairs it serves and shown in each of their groups."""
+    m2m = {"arch": "transformer", "size": "small", "stage": "multilingual", "data": "multilingual (m2m: 2 directions)"}
+    records = [
+        {**record("t", 30.0), "size": "small", "seed": 1, "models_trained": 1, "train_seconds": 600.0},
+        {**record("m2m", 29.0), **m2m, "seed": 1, "models_trained": 1, "shared_by": 3, "train_seconds": 1500.0},
+        {
+            **record("m2m", 9.0, pair="de-fr"),
+            **m2m,
+            "stage": "zero_shot",
+            "data": "zero-shot (m2m: 2 directions)",
+            "seed": 1,
+            "models_trained": 1,
+            "shared_by": 3,
+            "train_seconds": 1500.0,
+        },
+        {
+            **record("t", 12.0, pair="de-fr", stage="pivot"),
+            "size": "small",
+            "data": "pivot via en",
+            "seed": 1,
+            "models_trained": 2,
+            "train_seconds": 1230.0,
+        },
+    ]
+    summary = summarize_seeds(collected(tmp_path, records))
+    table, notes = wide_table(summary, metrics=("bleu",), costs=True)
+    assert list(table.columns) == [
+        (pair, name) for pair in ("DE-FR", "EN-DE") for name in ("BLEU", "models", "train min")
+    ]
+    assert table.loc["Transformer (small)"].tolist() == ["", "", "", "30.00", "1", "10.0"]
+    assert table.loc["Transformer (small), multilingual (m2m: 2 directions)"].tolist() == [
+        "",
+        "",
+        "",
+        "29.00",
+        "1, shared by 3 pairs",
+        "25.0",
+    ]
+    assert table.loc["Transformer (small), pivot via en"].tolist()[:3] == ["12.00", "2", "20.5"]
+    assert table.loc["Transformer (small), zero-shot (m2m: 2 directions)"].tolist()[:3] == [
+        "9.00",
+        "1, shared by 3 pairs",
+        "25.0",
+    ]
+    assert notes[-1].startswith("models, train min: the models a row trained")
+    assert list(wide_table(summary, metrics=("bleu",))[0].columns) == [("DE-FR", "BLEU"), ("EN-DE", "BLEU")]
+
+
 def test_bleu_lc_tok_stands_beside_bleu_where_a_test_set_has_it(tmp_path):
     """Only the test set scored against an official tokenized reference gets the column; no marks, and a note."""
     records = [
@@ -355,6 +405,7 @@ def test_tables_and_figures_of_systems_no_longer_configured_are_removed(tmp_path
         "results/plots/en-de.convs2s.baseline.seed1.png",  # a model removed
         "results/plots/en-de.rnn.baseline.seed2.png",  # a seed removed
         "results/plots/en-de.rnn.bt_beam.seed1.png",  # a back-translation variant removed
+        "results/plots/multilingual.m2m.seed1.png",  # a multilingual system removed
     ]
     distillation = [f"results/tables/distillation.{ext}" for ext in ("md", "csv")] + ["results/plots/distillation.png"]
     distillation.append("results/tables/distillation_timing.json")

@@ -151,6 +151,9 @@ def test_presets_validate_and_dry_run(tmp_path, preset):
         assert yaml.safe_load(preset.read_text())["tables"]["published"]
     elif preset.stem == "multi30k_distill":  # the teacher, the student on the parallel data and on the distilled
         assert "split_distillation_source" in out.stdout and out.stdout.count("rule train_model:") == 3
+    elif preset.stem == "multi30k_multilingual":  # 5 bilingual models, one-to-many, many-to-many, a pivot cascade
+        assert out.stdout.count("rule train_model:") == 5 and out.stdout.count("rule train_multilingual_model:") == 2
+        assert out.stdout.count("rule translate_pivot:") == 2 and out.stdout.count("rule translate_multilingual:") == 8
     else:  # Multi30k en-de and en-fr: Table I's shape on a CPU
         assert yaml.safe_load(preset.read_text())["pairs"] == ["en-de", "en-fr"]
         assert out.stdout.count("rule train_model:") == 6
@@ -183,6 +186,19 @@ def test_presets_validate_and_dry_run(tmp_path, preset):
             "backtranslation.reverse_model: unknown key 'layers'",
         ),
         ({"backtranslation": {"iterations": 0}}, "key 'backtranslation.iterations': 0 is less than the minimum of 1"),
+        (
+            {"multilingual": {"m": {"directions": ["en-de", "en-fr"], "model": "rnn"}}},
+            "multilingual.m.directions: 'en-fr' has no data (neither en-fr nor fr-en is in pairs); add one of them to "
+            "pairs, or translate it by pivot (pivot: {en-fr: en}) or as a zero-shot direction (zero_shot)",
+        ),
+        (
+            {"multilingual": {"m": {"directions": ["en-de", "de-en"], "model": "rnn", "zero_shot": ["de-fr"]}}},
+            "multilingual.m.zero_shot: 'de-fr' needs the tag <2fr>, which is not in the subword model of m",
+        ),
+        (
+            {"pivot": {"de-fr": "en"}},
+            "pivot.de-fr: the chain de-en-fr needs a bilingual model for each step, but de-en, en-fr are not in pairs",
+        ),
         (
             {
                 "backtranslation": {"models": ["rnn"], "iterations": 2},
@@ -507,6 +523,70 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     assert "Nothing to be done" in again.stdout + again.stderr
     check_reruns(workdir)
     check_report(workdir)
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_multilingual_pivot_and_zero_shot_rows_end_to_end(tmp_path):
+    """tests/integration/multilingual/config.yaml: bilingual models of en-de, de-en and en-fr, a many-to-many model
+    of de-en, en-de, en-fr and fr-en (fr-en from en-fr's data) asked for de-fr zero-shot, and the cascade de-en-fr:
+    every row scored in its pair's group, tested against the pair's reference, with its cost."""
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    shutil.copy(TINY / "multilingual" / "config.yaml", workdir / "config.yaml")
+    out = snakemake("--cores", "2", "--config", f"mirror={MIRROR}", workdir=workdir)
+    assert out.returncode == 0, out.stderr[-3000:]
+    table = pd.read_csv(workdir / "results/tables/scores.csv")
+    bilingual = [(pair, "transformer", "baseline") for pair in ("en-de", "de-en", "en-fr")]
+    multilingual = [(pair, "m2m", "multilingual") for pair in ("en-de", "de-en", "en-fr", "fr-en")]
+    others = [("de-fr", "m2m", "zero_shot"), ("de-fr", "transformer", "pivot")]
+    assert sorted(zip(table["pair"], table["model"], table["stage"], strict=True)) == sorted(
+        bilingual + multilingual + others
+    )
+    assert table["bleu"].between(0, 100).all() and table["chrf"].between(0, 100).all() and table["chrf"].max() > 0
+    rows = table.set_index(["pair", "stage"])
+    assert (
+        rows.loc[("de-fr", "pivot"), "data"] == "pivot via en" and rows.loc[("de-fr", "pivot"), "models_trained"] == 2
+    )
+    assert rows.loc[("de-fr", "zero_shot"), "data"] == "zero-shot (m2m: 4 directions, T=2)"
+    assert set(table[table["model"] == "m2m"]["shared_by"]) == {5} and set(table["models_trained"]) == {1, 2}
+    # The cascade's German -> English translation is kept, and its English -> French one scored.
+    for lang in ("en", "fr"):
+        hyps = workdir / f"results/de-fr/transformer/pivot/seed1/translations/test_2016_flickr.{lang}"
+        assert len(hyps.read_text().splitlines()) == 1000
+    # The model records its directions and tags; its training data carries them.
+    model = workdir / "results/multilingual/m2m/seed1/model"
+    meta = json.loads((model / "meta.json").read_text())
+    assert meta["multilingual"]["tags"] == {"de": "<2de>", "en": "<2en>", "fr": "<2fr>"}
+    assert meta["multilingual"]["directions"] == ["de-en", "en-de", "en-fr", "fr-en"] and meta["src_lang"] is None
+    sources = (workdir / "results/multilingual/data/train/fr-en.fr").read_text().splitlines()
+    assert len(sources) == 400 and all(line.startswith("<2en> ") for line in sources)
+    header = json.loads((workdir / "results/multilingual/m2m/data/bin/train.json").read_text())
+    assert [Path(f).name for f in header["src"]["files"]] == ["de-en.de", "en-de.en", "en-fr.en", "fr-en.fr"]
+    # A pair without a bilingual model is tested against the pivot cascade, one with it against that model.
+    tests = json.loads((workdir / "results/de-fr/significance/test_2016_flickr.json").read_text())
+    assert {t["baseline_hyp"] for t in tests} == {
+        "results/de-fr/transformer/pivot/seed1/translations/test_2016_flickr.fr"
+    }
+    tests = json.loads((workdir / "results/en-de/significance/test_2016_flickr.json").read_text())
+    assert any("m2m/multilingual/seed1" in t["hyp"] and t["p_value"] is not None for t in tests)
+    wide = (workdir / "results/tables/table.md").read_text()
+    header = [c.strip() for c in wide.splitlines()[0].strip("|").split("|")]
+    assert {"DE-FR BLEU", "DE-FR models", "DE-FR train min", "FR-EN BLEU"} <= set(header)
+    assert "1, shared by 5 pairs" in wide and "Transformer (tiny), pivot via en" in wide
+    directions = json.loads((workdir / "results/multilingual/m2m/seed1/directions.json").read_text())
+    assert [(d["direction"], d["kind"]) for d in directions][-2:] == [("fr-en", "trained"), ("de-fr", "zero-shot")]
+    assert (workdir / "results/plots/multilingual.m2m.seed1.png").read_bytes().startswith(b"\x89PNG")
+    # nmt translate asks the model for a language by its tag, the normalization by the source language.
+    translate = [sys.executable, "-m", "nmt", "translate", "--model", str(model), "--method", "greedy"]
+    out = subprocess.run(
+        [*translate, "--trg-lang", "fr", "--src-lang", "de"], input="Ein Hund.\n", capture_output=True, text=True
+    )
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 1, out.stderr
+    out = subprocess.run(translate, input="Ein Hund.\n", capture_output=True, text=True)
+    assert out.returncode == 1 and "translates from de, en, fr: give the source language (--src-lang)" in out.stderr
+    again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
+    assert "Nothing to be done" in again.stdout + again.stderr
 
 
 def check_iterations(workdir: Path) -> None:

@@ -156,6 +156,25 @@ def weighted_epoch(parts: np.ndarray, weights: list[float] | None, seed: int, ep
     return sample
 
 
+def temperature_weights(parts: np.ndarray, temperature: float) -> list[float] | None:
+    """Corpus weights (:func:`weighted_epoch`) that draw corpus k with probability ``n_k^(1/T) / sum_j n_j^(1/T)``
+    (temperature sampling, Arivazhagan et al. 2019), ``n_k = parts[k]``, in an epoch of as many sentences as the
+    corpora hold: weight ``w_k = N n_k^(1/T - 1) / sum_j n_j^(1/T)``. T = 1 draws every sentence once (None); a
+    larger T draws the small corpora (a multilingual model's smaller directions) more often and the large ones less,
+    up to a uniform draw of the corpora as T grows. A corpus with no sentence keeps weight 1 (nothing to draw).
+
+    :param parts: shape (corpora,) sentences per corpus
+    :return: one weight > 0 per corpus, or None when every weight is 1
+    """
+    sizes = np.asarray(parts, dtype=np.float64)
+    drawn = sizes > 0
+    if temperature == 1 or drawn.sum() < 2:
+        return None
+    scaled = np.where(drawn, sizes, 1.0) ** (1 / temperature)
+    weights = np.where(drawn, sizes.sum() * scaled / np.where(drawn, sizes, 1.0) / scaled[drawn].sum(), 1.0)
+    return None if np.allclose(weights, 1) else [float(w) for w in weights]  # equal sizes: every pair once
+
+
 def token_batches(
     src_lengths: np.ndarray,
     trg_lengths: np.ndarray,

@@ -3,6 +3,7 @@
 import io
 import logging
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 import sentencepiece as spm
@@ -20,8 +21,13 @@ log = logging.getLogger(__name__)
 UNIGRAM_THREADS = 16
 
 
-def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int) -> None:
+def train_subword_model(
+    inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int = 1, symbols: Iterable[str] = ()
+) -> None:
     """Train one sentencepiece model on ``inputs`` and write it atomically to ``model_out``.
+
+    The back-translation tag and ``symbols`` (a multilingual model's target-language tags,
+    :func:`nmt.vocab.target_tag`) are user-defined pieces: always one piece, wherever they stand.
 
     The trainer writes the model to memory (``model_writer``) rather than to ``{prefix}.model`` and
     ``{prefix}.vocab``; the file gets it without the input paths and thread count (:func:`strip_machine_fields`),
@@ -44,7 +50,7 @@ def _train_one(inputs: list[Path], model_out: Path, config: SubwordConfig, threa
         hard_vocab_limit=False,
         num_threads=UNIGRAM_THREADS if config.model_type == "unigram" else max(1, threads),
         minloglevel=2,
-        user_defined_symbols=[BT_TAG],
+        user_defined_symbols=[BT_TAG, *symbols],
         **SPECIAL_IDS,
     )
     with atomic_path(model_out) as tmp:
@@ -88,12 +94,12 @@ def train_subword(
     """
     src_model, trg_model = Path(src_model), Path(trg_model)
     if config.joint:
-        _train_one([*src_inputs, *trg_inputs], src_model, config, threads)
+        train_subword_model([*src_inputs, *trg_inputs], src_model, config, threads)
         with atomic_path(trg_model) as tmp:
             shutil.copyfile(src_model, tmp)
     else:
-        _train_one(list(src_inputs), src_model, config, threads)
-        _train_one(list(trg_inputs), trg_model, config, threads)
+        train_subword_model(list(src_inputs), src_model, config, threads)
+        train_subword_model(list(trg_inputs), trg_model, config, threads)
 
 
 def load_subword(path: str | Path) -> spm.SentencePieceProcessor:

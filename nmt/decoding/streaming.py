@@ -22,6 +22,7 @@ from nmt.decoding.translation import (
     translate_nbest,
 )
 from nmt.errors import DataError
+from nmt.model_dir import normalize_input, tag_input
 from nmt.progress import LOG_EVERY, Progress, count_lines
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,8 @@ def translate_file(
     threads: int | None = None,
     bf16: str = "auto",
     record_path: str | Path | None = None,
+    trg_lang: str | None = None,
+    normalize: bool = False,
 ) -> int:
     """Translate ``src_path`` line by line into ``hyp_path`` (written atomically); returns the line count.
 
@@ -124,6 +127,11 @@ def translate_file(
     :param record_path: where to write the :func:`~nmt.decoding.translation.decoding_record` (JSON) of the
         translation, with its ``hyp_path``
     :param progress_every: seconds between progress log lines when stderr is not a terminal (:class:`Progress`)
+    :param trg_lang: the target language a multilingual model is asked for: its tag starts every line
+        (:func:`nmt.model_dir.tag_input`)
+    :param normalize: normalize the lines as the training sources were (:func:`nmt.model_dir.normalize_input`): a
+        pivot cascade's translation into the pivot language, which the next model reads (test sets are normalized
+        when they are prepared)
     """
     src_path = check_source(src_path)
     model_dirs = [model_dirs] if isinstance(model_dirs, (str, Path)) else list(model_dirs)
@@ -136,7 +144,9 @@ def translate_file(
         atomic_text(hyp_path) as out,
         Progress(f"translating {src_path}", count_lines(src_path), "lines", every=progress_every) as progress,
     ):
-        for hyp in translate_stream(translator, read_source(src, str(src_path)), str(src_path), progress.update):
+        lines = read_source(src, str(src_path))
+        lines = tag_input(model_dirs[0], normalize_input(model_dirs[0], lines) if normalize else lines, trg_lang)
+        for hyp in translate_stream(translator, lines, str(src_path), progress.update):
             out.write(hyp + "\n")
             n += 1
     if n == 0:

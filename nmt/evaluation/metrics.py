@@ -107,7 +107,8 @@ def write_scores(
 
     :param system: what identifies the row: pair, model, arch, data, test set, seed
     :param training_summaries: the ``summary.json`` of the model that translated, or of each model of an
-        ensemble (then parameters and training time are the sums, steps and tokens/s the means)
+        ensemble or a pivot cascade (then parameters and training time are the sums, steps and tokens/s the means,
+        and ``models_trained`` their number)
     :param tok_ref_path: the test set's official tokenized reference, if it has one: the record then also has
         ``bleu_lc_tok`` (:mod:`nmt.evaluation.tokenized_bleu`) and its signature
     """
@@ -125,6 +126,7 @@ def write_scores(
         record["bleu_lc_tok"], record["bleu_lc_tok_signature"] = round(score, 2), signature
     for key in ("parameters", "train_seconds"):
         record[key] = sum(s[key] for s in summaries)
+    record["models_trained"] = len(summaries)  # an ensemble's seeds, a pivot cascade's steps
     for key in ("steps", "tokens_per_second"):
         values = [s[key] for s in summaries]
         record[key] = values[0] if len(values) == 1 else round(sum(values) / len(values), 1)

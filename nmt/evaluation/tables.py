@@ -27,7 +27,10 @@ SCORES = ["bleu", "chrf", "ter", "bleu_lc_tok"]
 # Scored only for the test sets with an official tokenized reference (corpora.NAME.tokenized_ref): the wide table
 # shows it beside BLEU where it has a score, not as a metric of tables.metrics.
 TOKENIZED_BLEU = "bleu_lc_tok"
-COSTS = ["parameters", "train_seconds", "tokens_per_second"]
+COSTS = ["parameters", "train_seconds", "tokens_per_second", "models_trained", "shared_by"]
+# The cost columns of a pair's group in the wide table (with ``costs``): the models a row trained (a multilingual
+# model's once, with the number of pairs that share it) and their training minutes.
+COST_NAMES = {"models_trained": "models", "train_seconds": "train min"}
 # The seed of a record that scores the ensemble of all seeds' models.
 ENSEMBLE = "ensemble"
 # Marks of a system significantly better or worse than the baseline, by the metric's direction.
@@ -38,8 +41,8 @@ PUBLISHED_KEYS = ["system", "citation", "pair", "testset", "measurement"]
 ARCH_NAMES = {"transformer": "Transformer", "rnn": "RNN", "convs2s": "ConvS2S"}
 METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "bleu_lc_tok": "BLEU (lc tok)"}
 # Figures named after a pair and its systems: a seed's learning curves ({pair}.{model}.{stage}.seed{N}.png) and the
-# comparison of a pair's systems ({pair}.comparison.png).
-SYSTEM_PLOT = re.compile(r"[a-z]{2,3}-[a-z]{2,3}\.(comparison|\w+\.\w+\.seed\d+)\.png")
+# comparison of a pair's systems ({pair}.comparison.png); a multilingual system's (multilingual.{system}.seed{N}.png).
+SYSTEM_PLOT = re.compile(r"([a-z]{2,3}-[a-z]{2,3}\.(comparison|\w+\.\w+\.seed\d+)|multilingual\.\w+\.seed\d+)\.png")
 # The distillation table, its timing and its figure, under results/.
 DISTILLATION_RESULTS = [
     "tables/distillation.md",
@@ -158,6 +161,7 @@ def wide_table(
     metrics: tuple[str, ...] = ("bleu", "ter"),
     significance: pd.DataFrame | None = None,
     published: list[dict[str, Any]] | None = None,
+    costs: bool = False,
 ) -> tuple[pd.DataFrame, list[str]]:
     """The table of a paper: one row per system, one column per language pair (and test set) and metric.
 
@@ -176,6 +180,7 @@ def wide_table(
     :param published: results from papers, each a dict with keys system, citation, pair, testset, measurement
         (e.g. ``tokenized BLEU (multi-bleu.perl), not sacreBLEU``) and a value for some of ``metrics`` or
         ``bleu_lc_tok``
+    :param costs: add :data:`COST_NAMES` columns to each group (:func:`cost_cells`), with a note
     :return: the table (index: system labels; columns: MultiIndex of ``EN-DE`` or ``EN-DE {testset}``, metric
         name) and its footnotes, one line each
     """
@@ -188,7 +193,9 @@ def wide_table(
     per_pair = pd.Series([p for p, _ in testsets]).value_counts()
     heading = {(p, t): p.upper() + (f" {t}" if per_pair[p] > 1 else "") for p, t in testsets}
     tokenized = _tokenized_testsets(summary, published) if "bleu" in metrics else set()
-    columns = [(heading[p, t], METRIC_NAMES[m]) for p, t in testsets for m in _shown(metrics, (p, t) in tokenized)]
+    shown = {key: [METRIC_NAMES[m] for m in _shown(metrics, key in tokenized)] for key in testsets}
+    shown = {key: names + (list(COST_NAMES.values()) if costs else []) for key, names in shown.items()}
+    columns = [(heading[key], name) for key in testsets for name in shown[key]]
     filled = _shown(metrics, True)
 
     cells: dict[str, dict[tuple[str, str], str]] = {}
@@ -217,10 +224,11 @@ def wide_table(
                 continue
             text = f"{mean:.2f} ± {std:.2f}" if row["n_seeds"] > 1 and not pd.isna(std) else f"{mean:.2f}"
             target[heading[row["pair"], row["testset"]], METRIC_NAMES[m]] = text + tested.get((i, m), "")
+        if costs:
+            target |= {(heading[row["pair"], row["testset"]], name): text for name, text in cost_cells(row).items()}
     if tested:
         notes.append(_significance_note(significance, set(tested.values())))
-    if tokenized:
-        notes.append(TOKENIZED_BLEU_NOTE)
+    notes += ([TOKENIZED_BLEU_NOTE] if tokenized else []) + ([COSTS_NOTE] if costs else [])
 
     table = pd.DataFrame(
         [[row.get(c, "") for c in columns] for row in cells.values()],
@@ -228,6 +236,27 @@ def wide_table(
         columns=pd.MultiIndex.from_tuples(columns),
     )
     return table, notes
+
+
+def cost_cells(row: pd.Series) -> dict[str, str]:
+    """The cost cells of a summary row: the models it trained (``1``; a pivot cascade's ``2``; an ensemble's every
+    seed; ``1, shared by 4 pairs`` for a multilingual model) and their training minutes (mean over seeds)."""
+    models, shared, seconds = (row.get(key) for key in ("models_trained", "shared_by", "train_seconds"))
+    cells = {name: "" for name in COST_NAMES.values()}
+    if models is not None and not pd.isna(models):
+        shares = f", shared by {shared:.0f} pairs" if shared is not None and not pd.isna(shared) else ""
+        cells[COST_NAMES["models_trained"]] = f"{models:.0f}{shares}"
+    if seconds is not None and not pd.isna(seconds):
+        cells[COST_NAMES["train_seconds"]] = f"{seconds / 60:.1f}"
+    return cells
+
+
+# The footnote of the cost columns.
+COSTS_NOTE = (
+    "models, train min: the models a row trained and their training minutes (validation not counted): a pivot "
+    "cascade's both steps, an ensemble's every seed; a multilingual model's once, shown in the group of every pair it "
+    "serves (shared by N pairs: its directions, trained and zero-shot)."
+)
 
 
 def _check_wide_inputs(metrics: tuple[str, ...], published: list[dict[str, Any]]) -> None:

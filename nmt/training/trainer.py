@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from nmt.config import TrainConfig
-from nmt.data.batches import corpus_tokens, epoch_batches, weighted_epoch
+from nmt.data.batches import corpus_tokens, epoch_batches, temperature_weights, weighted_epoch
 from nmt.data.binarize import BinarizedData, binarize, open_training_data
 from nmt.data.subword import load_subword
 from nmt.device import grad_scaler
@@ -39,7 +39,7 @@ class Trainer:
     device: torch.device
     files: TrainFiles
     data: BinarizedData  # the training set, memory-mapped
-    weights: list[float] | None  # of its corpora, in their order (config.corpus_weights by name)
+    weights: list[float] | None  # of its corpora, in their order (config.corpus_weights by name, or by temperature)
     shares: list[float] | None  # of each batch's tokens per corpus, in their order (config.mix by name)
     dev: DevSet
     trained: torch.nn.Module  # the model, or its DistributedDataParallel wrapper
@@ -70,6 +70,8 @@ def start_training(
         world.barrier()
     data = open_training_data(train_data, src_spm, trg_spm, config.max_length)  # memory-mapped, shared
     weights = data.corpus_weights(config.corpus_weights)  # in the order of the binarized corpora
+    if config.temperature is not None:  # from the corpora's sizes: a multilingual model's directions
+        weights = temperature_weights(data.parts, config.temperature)
     shares = data.corpus_shares(config.mix)
     dev = DevSet.load(files.dev_src, files.dev_ref, src_sp, trg_sp)
     get_metric("bleu", config.trg_lang)  # a missing tokenizer fails now, not at the first validation

@@ -1,21 +1,25 @@
-"""Dev-set scores during training: per-token loss and perplexity, and BLEU and chrF as the test sets are scored."""
+"""Dev-set scores during training: per-token loss and perplexity, and BLEU and chrF as the test sets are scored;
+and a multilingual model's dev scores per direction once it is trained."""
 
+import json
 import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sentencepiece as spm
 import torch
 
-from nmt.atomic import read_lines
+from nmt.atomic import read_lines, write_text
 from nmt.config import DecodeConfig, TrainConfig
 from nmt.data.batches import ParallelData, make_batch, token_batches
-from nmt.decoding.translation import Translator, position_limit, translate_lines
+from nmt.decoding.translation import Translator, load_decoding, position_limit, translate_lines
 from nmt.device import autocast
 from nmt.errors import DataError
 from nmt.evaluation.metrics import score_metric
+from nmt.model_dir import tag_input
 from nmt.models.seq2seq import Seq2Seq
 from nmt.training.loss import LabelSmoothedCrossEntropy
 
@@ -151,3 +155,43 @@ def valid_search(config: TrainConfig) -> DecodeConfig:
     if config.valid_beam_size == 1:
         return DecodeConfig(method="greedy")
     return DecodeConfig(method="beam", beam_size=config.valid_beam_size)
+
+
+def score_directions(
+    model_dir: str | Path,
+    directions: list[str],
+    srcs: list[str | Path],
+    refs: list[str | Path],
+    config: TrainConfig,
+    json_path: str | Path,
+    md_path: str | Path,
+    zero_shot: tuple[str, ...] = (),
+    threads: int | None = None,
+) -> list[dict[str, Any]]:
+    """The dev BLEU and chrF of a multilingual model in each of its directions (its training validated on their dev
+    sets together): each dev source tagged with the direction's target language, translated by the validation's
+    search, scored as the test sets are (BLEU's tokenizer of the target language).
+
+    :param directions: ``SRC-TRG`` each, with the dev source ``srcs[i]`` (normalized) and reference ``refs[i]``
+    :param config: the model's training, whose ``valid_beam_size``, ``device`` and ``bf16`` the search takes
+    :param zero_shot: the directions it was not trained on (the ``kind`` column says so)
+    :return: a record per direction: direction, kind, lines, bleu, chrf, their signatures; written as JSON to
+        ``json_path`` and as a Markdown table to ``md_path``
+    """
+    search = valid_search(config)
+    translator = load_decoding([model_dir], search, config.device, config.bf16, threads=threads)
+    rows = []
+    for direction, src, ref in zip(directions, srcs, refs, strict=True):
+        trg_lang = direction.split("-")[1]
+        hyps = translate_lines(translator, list(tag_input(model_dir, read_lines(src), trg_lang)), str(src))
+        row = {"direction": direction, "kind": "zero-shot" if direction in zero_shot else "trained", "lines": len(hyps)}
+        for name in ("bleu", "chrf"):
+            score, signature = score_metric(name, hyps, read_lines(ref), trg_lang)
+            row |= {name: round(score, 2), f"{name}_signature": f"{signature}|search:{search.describe()}"}
+        log.info("%s (%s): dev BLEU %.2f, chrF %.2f", direction, row["kind"], row["bleu"], row["chrf"])
+        rows.append(row)
+    write_text(json_path, json.dumps(rows, indent=2) + "\n")
+    table = ["| direction | kind | dev BLEU | dev chrF |", "|---|---|---:|---:|"]
+    table += [f"| {r['direction']} | {r['kind']} | {r['bleu']:.2f} | {r['chrf']:.2f} |" for r in rows]
+    write_text(md_path, "\n".join([*table, "", f"{model_dir}, search: {search.describe()}", ""]))
+    return rows

@@ -12,6 +12,7 @@ from nmt.config_file import check_config, load_experiment
 from nmt.data.download import MIRROR_ENV, local_file
 from nmt.errors import ConfigError
 from nmt.experiment import BASELINE, DISTILLED, SYNTHETIC, Run
+from nmt.multilingual import MULTILINGUAL, PIVOT, ZERO_SHOT
 
 
 # A bad key stops the run with one line naming it, before validate() fills in the schema's defaults.
@@ -23,6 +24,7 @@ except ConfigError as e:
     sys.exit(f"config error: {e}")
 BT = EXPERIMENT.backtranslation
 KD = EXPERIMENT.distillation
+ML = EXPERIMENT.multilingual
 # The mirror reaches the download jobs through the environment rather than a param, so switching
 # between a mirror and the internet does not make Snakemake redo the downloads and all that follows.
 if config["mirror"]:
@@ -46,6 +48,8 @@ wildcard_constraints:
     direction="forward|reverse",
     part="[0-9]+",
     quantization="[a-z0-9_]+",
+    system="|".join(ML.systems) or "(?!)",
+    kind=f"{MULTILINGUAL}|{ZERO_SHOT}",
 
 
 def per_attempt(base):
@@ -60,11 +64,20 @@ def defined(key, name, names):
     return name
 
 
+# Keys that config dataclasses gained after runs were made, left out of a param while unset (None), so that the jobs
+# of those runs keep their params and a finished run reruns nothing: TrainConfig.temperature and ModelMeta.directions
+# (multilingual systems).
+UNSET_KEYS_LEFT_OUT = ("temperature", "directions")
+
+
 def plain(value):
     """A config dataclass as a plain dict, the form of every settings param: Snakemake records plain params and
     reruns the jobs whose params changed, but skips objects it cannot represent (a changed setting would keep a
-    stale result). Scripts build the dataclass again with nmt.config.from_dict."""
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    stale result). Scripts build the dataclass again with nmt.config.from_dict (an unset key left out is its
+    default)."""
+    if not dataclasses.is_dataclass(value):
+        return value
+    return {k: v for k, v in dataclasses.asdict(value).items() if v is not None or k not in UNSET_KEYS_LEFT_OUT}
 
 
 def ask(question, *names):
@@ -123,10 +136,10 @@ def get_archive(wildcards):
 
 
 def get_download(side):
-    """Input function of the downloaded file of a corpus's ``side`` ("src", "trg") for a pair of the config."""
+    """Input function of the downloaded file of a corpus's ``side`` ("src", "trg") for a pair of the result table."""
 
     def inputs(wildcards):
-        get_pair(wildcards)
+        defined("pairs", f"{wildcards.src}-{wildcards.trg}", EXPERIMENT.eval_pairs)
         return f"results/data/download/{wildcards.corpus}.{getattr(wildcards, side)}"
 
     return inputs
@@ -390,12 +403,21 @@ def get_significance_systems(wildcards):
     """The names of compute_significance's translations, in the order of its inputs. A param because Snakemake
     compares inputs as a sorted list: a new baseline (tables.baseline, or another first model) with one seed only
     reorders the same files, and the test would not rerun."""
-    return [run_label(run) for run in EXPERIMENT.compared_runs()]
+    return [run_label(run) for run in EXPERIMENT.pair_compared_runs(get_eval_pair(wildcards))]
 
 
 def get_significance_baseline(wildcards):
     """The name of the run every other is tested against: the baseline system's first seed."""
-    return run_label(EXPERIMENT.compared_runs()[0])
+    return run_label(EXPERIMENT.pair_compared_runs(get_eval_pair(wildcards))[0])
+
+
+def get_significance_hyps(wildcards):
+    """Input function of compute_significance: the translations of the pair's compared runs, in their order."""
+    pair = get_eval_pair(wildcards)
+    return [
+        f"results/{pair}/{run.model}/{run.stage}/{run.name}/translations/{wildcards.test}.{wildcards.trg}"
+        for run in EXPERIMENT.pair_compared_runs(pair)
+    ]
 
 
 def get_decoding_device(wildcards):
@@ -413,19 +435,33 @@ def decoding_records():
     """The decoding record (device, precision) of every scored translation, in the tables' device columns."""
     return [
         f"results/{pair}/{run.model}/{run.stage}/{run.name}/translations/{test}.{pair.split('-')[1]}.json"
-        for pair in EXPERIMENT.pairs
-        for run in EXPERIMENT.scored_runs()
+        for pair in EXPERIMENT.eval_pairs
+        for run in EXPERIMENT.pair_runs(pair)
+        for test in EXPERIMENT.data.test
+    ]
+
+
+def score_records():
+    """The score record of every row of every pair's group and test set (collect_scores' inputs)."""
+    return [
+        f"results/{pair}/{run.model}/{run.stage}/{run.name}/scores/{test}.json"
+        for pair in EXPERIMENT.eval_pairs
+        for run in EXPERIMENT.pair_runs(pair)
         for test in EXPERIMENT.data.test
     ]
 
 
 def system_plots():
     """The learning curves of the configured systems (the run's targets); the tables' step removes any other."""
-    return expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs) + expand(
-        "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
-        pair=EXPERIMENT.pairs,
-        system=EXPERIMENT.systems,
-        seed=EXPERIMENT.seeds,
+    return (
+        expand("results/plots/{pair}.comparison.png", pair=EXPERIMENT.pairs)
+        + expand(
+            "results/plots/{pair}.{system.model}.{system.stage}.seed{seed}.png",
+            pair=EXPERIMENT.pairs,
+            system=EXPERIMENT.systems,
+            seed=EXPERIMENT.seeds,
+        )
+        + expand("results/plots/multilingual.{system}.seed{seed}.png", system=ML.systems, seed=EXPERIMENT.seeds)
     )
 
 
@@ -439,3 +475,203 @@ def get_local_file(wildcards):
         return []
     path = local_file(corpus.location if lang is None else corpus.location.replace("{lang}", lang))
     return [str(path)] if path is not None and path.is_file() else []
+
+
+# Multilingual systems and pivot cascades (workflow/rules/multilingual.smk).
+
+
+def get_eval_pair(wildcards):
+    """The pair of a job of the result table: a pair of the config, or one that only multilingual and pivot rows
+    translate."""
+    return defined("pairs", f"{wildcards.src}-{wildcards.trg}", EXPERIMENT.eval_pairs)
+
+
+def get_multilingual(wildcards):
+    return ML.systems[defined("multilingual", wildcards.system, list(ML.systems))]
+
+
+def get_trained_direction(wildcards):
+    """The direction of a tag_corpus job, which some multilingual system trains on."""
+    trained = list(dict.fromkeys(d for system in ML.systems.values() for d in system.directions))
+    return defined("multilingual directions", f"{wildcards.src}-{wildcards.trg}", trained)
+
+
+def get_direction_files(side):
+    """Input function of tag_corpus: the ``side`` ("src", "trg") of a direction's cleaned training corpora, those of
+    its pair or of its reverse (the same files, by language)."""
+
+    def inputs(wildcards):
+        pair, lang = EXPERIMENT.data_pair(get_trained_direction(wildcards)), getattr(wildcards, side)
+        return [f"results/{pair}/data/clean/{name}.{lang}" for name in EXPERIMENT.data.train]
+
+    return inputs
+
+
+def get_direction_tags(wildcards):
+    """The target language of each of tag_corpus's file pairs: the direction's."""
+    return [wildcards.trg] * len(EXPERIMENT.data.train)
+
+
+def direction_files(directions, folder, side):
+    """The files of ``side`` ("src", "trg") of ``directions`` in ``folder``, named by direction and language."""
+    return [f"{folder}/{d}.{d.split('-')[side == 'trg']}" for d in directions]
+
+
+def get_system_dev(side):
+    """Input function of tag_dev_set: the dev set's ``side`` in each direction of the system."""
+    return lambda w: [
+        f"results/{d}/data/eval/{EXPERIMENT.data.dev}.{d.split('-')[side == 'trg']}"
+        for d in get_multilingual(w).directions
+    ]
+
+
+def get_system_dev_tags(wildcards):
+    return [d.split("-")[1] for d in get_multilingual(wildcards).directions]
+
+
+def get_system_train(side):
+    """Input function of binarize_multilingual_corpus: the ``side`` of the system's tagged corpora, one per direction."""
+    return lambda w: direction_files(get_multilingual(w).directions, "results/multilingual/data/train", side)
+
+
+def get_system_texts(wildcards):
+    """Input function of train_multilingual_subword: each language's cleaned text once, from the first direction
+    with that language (Multi30k's captions are the same in every pair: each language once keeps them balanced)."""
+    system, texts = get_multilingual(wildcards), {}
+    for direction in system.directions:
+        pair = EXPERIMENT.data_pair(direction)
+        for lang in direction.split("-"):
+            texts.setdefault(lang, [f"results/{pair}/data/clean/{name}.{lang}" for name in EXPERIMENT.data.train])
+    return [path for paths in texts.values() for path in paths]
+
+
+def get_system_tags(wildcards):
+    return get_multilingual(wildcards).tags
+
+
+def get_multilingual_subword(wildcards):
+    return plain(get_multilingual(wildcards).subword)
+
+
+def get_multilingual_max_length(wildcards):
+    return get_multilingual(wildcards).training.max_length
+
+
+def get_multilingual_training(wildcards):
+    return plain(EXPERIMENT.multilingual_training(get_multilingual(wildcards).name, int(wildcards.seed)))
+
+
+def get_multilingual_model_settings(wildcards):
+    return EXPERIMENT.model_settings(get_multilingual(wildcards).model)
+
+
+def get_multilingual_meta(wildcards):
+    return plain(EXPERIMENT.multilingual_meta(get_multilingual(wildcards).name))
+
+
+def get_multilingual_device(wildcards):
+    return get_multilingual(wildcards).training.device
+
+
+def get_multilingual_bf16(wildcards):
+    return get_multilingual(wildcards).training.bf16
+
+
+def get_multilingual_label_smoothing(wildcards):
+    return get_multilingual(wildcards).training.label_smoothing
+
+
+def get_multilingual_curve_title(wildcards):
+    """The title of a multilingual system's seed's learning curves, e.g. ``m2m: de-en, en-de (multilingual, seed 1)``."""
+    system = get_multilingual(wildcards)
+    return f"{system.name}: {', '.join(system.directions)} (multilingual, seed {wildcards.seed})"
+
+
+def get_trg_lang(wildcards):
+    return wildcards.trg
+
+
+def get_served_directions(wildcards):
+    return list(get_multilingual(wildcards).served)
+
+
+def get_zero_shot_directions(wildcards):
+    return list(get_multilingual(wildcards).zero_shot)
+
+
+def get_direction_dev(side):
+    """Input function of score_directions: the dev set's ``side`` (the normalized source, the reference) in each
+    direction the system translates, trained and zero-shot."""
+    return lambda w: [
+        f"results/{d}/data/eval/{EXPERIMENT.data.dev}.{d.split('-')[side == 'trg']}"
+        for d in get_multilingual(w).served
+    ]
+
+
+def get_system_run_files(name):
+    """Input function of the file ``name`` of the models of a multilingual system's run (its seed's, or every seed's),
+    for a pair it serves as the path's {kind} says (else one line naming the pairs it serves)."""
+
+    def inputs(wildcards):
+        system, pair = get_multilingual(wildcards), f"{wildcards.src}-{wildcards.trg}"
+        if system.kind(pair) != wildcards.kind:
+            served = ", ".join(f"{d} ({system.kind(d)})" for d in system.served)
+            sys.exit(f"error: multilingual system '{system.name}' does not translate {pair} as {wildcards.kind} (it translates {served})")
+        seeds = EXPERIMENT.run_seeds(wildcards.run)
+        return [f"results/multilingual/{system.name}/seed{seed}/model/{name}" for seed in seeds]
+
+    return inputs
+
+
+def get_multilingual_row(wildcards, input):
+    run = Run(get_multilingual(wildcards).name, wildcards.kind, wildcards.run)
+    return EXPERIMENT.system_row(f"{wildcards.src}-{wildcards.trg}", wildcards.test, run, input.hyp, input.ref)
+
+
+def get_pivot(wildcards):
+    return ML.pivots[defined("pivot", f"{wildcards.src}-{wildcards.trg}", list(ML.pivots))]
+
+
+def pivot_hop(wildcards):
+    """The step of the pivot cascade into the language {lang}: (its pair, the language it translates from, its place)."""
+    chain = get_pivot(wildcards).chain
+    if wildcards.lang not in chain[1:]:
+        sys.exit(f"error: the pivot cascade {'-'.join(chain)} translates into none of its steps' language '{wildcards.lang}'")
+    step = chain.index(wildcards.lang)
+    return f"{chain[step - 1]}-{wildcards.lang}", chain[step - 1], step
+
+
+def get_pivot_files(name):
+    """Input function of a pivot step: the file ``name`` of the model's bilingual model(s) of that step's pair."""
+    return lambda w: seed_files(pivot_hop(w)[0], get_model(w).name, BASELINE, EXPERIMENT.run_seeds(w.run), name)
+
+
+def get_pivot_source(wildcards):
+    """Input function of a pivot step: the pair's test set (the first step), or the step before's translation."""
+    pair, src_lang, step = pivot_hop(wildcards)
+    if step == 1:
+        return f"results/{wildcards.src}-{wildcards.trg}/data/eval/{wildcards.test}.{src_lang}"
+    return f"results/{wildcards.src}-{wildcards.trg}/{wildcards.model}/pivot/{wildcards.run}/translations/{wildcards.test}.{src_lang}"
+
+
+def get_pivot_normalize(wildcards):
+    """A later step's source is a translation: normalized as its model's training sources were (a test set is)."""
+    return pivot_hop(wildcards)[2] > 1
+
+
+def get_pivot_summaries(wildcards):
+    """Input function of score_pivot_translations: every step's models' summaries (the cascade costs them all)."""
+    model, seeds = get_model(wildcards).name, EXPERIMENT.run_seeds(wildcards.run)
+    return [path for hop in get_pivot(wildcards).hops for path in seed_files(hop, model, BASELINE, seeds, "summary.json")]
+
+
+def get_pivot_row(wildcards, input):
+    get_pivot(wildcards)
+    run = Run(get_model(wildcards).name, PIVOT, wildcards.run)
+    return EXPERIMENT.system_row(f"{wildcards.src}-{wildcards.trg}", wildcards.test, run, input.hyp, input.ref)
+
+
+def multilingual_targets():
+    """The targets of the multilingual systems besides their rows and curves (asked by all): each seed's scores per
+    direction."""
+    return expand("results/multilingual/{system}/seed{seed}/directions.md", system=ML.systems, seed=EXPERIMENT.seeds)

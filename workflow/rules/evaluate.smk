@@ -60,10 +60,7 @@ rule score_translations:
 rule compute_significance:
     input:
         ref="results/{src}-{trg}/data/eval/{test}.{trg}",
-        hyps=expand(
-            "results/{{src}}-{{trg}}/{run.model}/{run.stage}/{run.name}/translations/{{test}}.{{trg}}",
-            run=EXPERIMENT.compared_runs(),
-        ),
+        hyps=get_significance_hyps,
     output:
         tests="results/{src}-{trg}/significance/{test}.json",
     params:
@@ -90,13 +87,8 @@ rule compute_significance:
 # remove the tables and figures of systems no longer configured.
 rule collect_scores:
     input:
-        scores=expand(
-            "results/{pair}/{run.model}/{run.stage}/{run.name}/scores/{test}.json",
-            pair=EXPERIMENT.pairs,
-            run=EXPERIMENT.scored_runs(),
-            test=EXPERIMENT.data.test,
-        ),
-        tests=expand("results/{pair}/significance/{test}.json", pair=EXPERIMENT.pairs, test=EXPERIMENT.data.test),
+        scores=score_records(),
+        tests=expand("results/{pair}/significance/{test}.json", pair=EXPERIMENT.eval_pairs, test=EXPERIMENT.data.test),
         decodings=decoding_records(),
     output:
         csv="results/tables/scores.csv",
@@ -135,6 +127,8 @@ rule collect_scores:
         # What the config makes: figures of other systems, and the distillation results when it is off, are removed.
         plots=system_plots(),
         distillation=bool(KD),
+        # Cost columns (models trained, training minutes, pairs sharing a model) where systems differ in them.
+        costs=bool(ML.systems or ML.pivots),
     log:
         "results/logs/collect_scores/collect_scores.log",
     conda:

@@ -24,7 +24,11 @@ with entry_point(snakemake.log[0]):
     write_tables(summary, snakemake.output.summary)
     tests = [record for path in snakemake.input.tests for record in read_significance(path)]
     wide, notes = wide_table(
-        summary, tuple(tables.metrics), significance_frame(tests, long), published=tables.published
+        summary,
+        tuple(tables.metrics),
+        significance_frame(tests, long),
+        published=tables.published,
+        costs=snakemake.params.get("costs", False),
     )
     notes += budget_notes(long)  # what a model's systems held equal: updates, else each one's
     notes += decoding_notes(long)  # runs decoded on different devices or in different precisions
