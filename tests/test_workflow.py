@@ -297,6 +297,9 @@ def test_training_threads_set_how_many_trainings_share_the_cores(tmp_path):
         # A dry run names a job's threads when there are more than one.
         found = {(re.findall(r"^    threads: (\d+)$", job, re.M) or ["1"])[0] for job in jobs}
         assert len(jobs) == 7 * 2 + 1 and found == {expected}, jobs  # 14 systems' trainings and the reverse model
+        # A data job fits beside single-thread trainings (else it waits for them: another pair's subword model).
+        subword = re.findall(r"^rule train_subword:\n((?:    .*\n)+)", out.stdout, re.M)
+        assert subword and all(("threads:" in job) == (threads == 0) for job in subword), subword
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,7 @@ rule train_multilingual_subword:
         tags=get_system_tags,
     log:
         "results/logs/train_multilingual_subword/{system}.log",
-    threads: 2
+    threads: data_threads(2)
     resources:
         mem_mb=per_attempt(8000),
         runtime=per_attempt(60),

@@ -13,7 +13,7 @@ rule train_subword:
         subword=plain(EXPERIMENT.subword),
     log:
         "results/logs/train_subword/{src}-{trg}.log",
-    threads: 2
+    threads: data_threads(2)  # beside running trainings when they have threads (another pair's, a multilingual model)
     # sentencepiece holds its sample of input_sentence_size sentences in memory (benchmarks/README.md,
     # "Measurements behind the code": a few GB at the WMT presets' sample).
     resources:
