@@ -40,6 +40,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ import sentencepiece as spm
 from nmt.atomic import atomic_path
 from nmt.config import DecodeConfig
 from nmt.data.subword import load_subword
+from nmt.decoding.runtime import ct2_compute_type
 from nmt.errors import ConfigError, DataError
 from nmt.model_dir import EXPORT_FILE, META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
 from nmt.vocab import BOS, EOS, PAD, UNK
@@ -112,7 +114,8 @@ def export_model(
     with atomic_path(out_dir) as tmp:  # a folder that replaces an existing out_dir
         tmp.mkdir()
         ct2_spec.save(str(tmp))
-        (tmp / SPEC_FILE).write_text(json.dumps(spec, indent=2) + "\n", encoding="utf-8")
+        record = {**spec, "quantization": quantization or "float32"}  # its compute type on a GPU: ct2_compute_type
+        (tmp / SPEC_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         for name in (SRC_SPM, TRG_SPM, META_FILE):  # so that the export is usable on its own
             if (model_dir / name).is_file():
                 shutil.copyfile(model_dir / name, tmp / name)
@@ -210,27 +213,29 @@ def ct2_device(name: str = "auto") -> str:
 
 
 def load_ctranslate2(
-    model_dir: str | Path, device: str, threads: int
+    model_dir: str | Path, device: str, threads: int, quantization: str = "float32", bf16: str = "auto"
 ) -> tuple[CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
-    """The CTranslate2 model and the subword models of an export (``nmt export``), loaded as they are, or of a
-    model directory, exported to a temporary directory at every start (float32 weights).
+    """The CTranslate2 model and the subword models of an export (``nmt export``, the workflow's rule export_model),
+    loaded as they are, or of a model directory, exported to a temporary directory at every start.
 
     :param device: ``cpu`` or ``cuda``
     :param threads: CTranslate2's ``intra_threads``
+    :param quantization: the weight type of the export made at start-up (an export keeps its own)
+    :param bf16: the decoding precision setting, which picks the compute type on CUDA (:func:`ct2_compute_type`)
 
     :raises nmt.errors.ConfigError: when ctranslate2 is not installed or the model is not a Transformer
     :raises nmt.errors.DataError: naming the file, when a subword model is missing, corrupt or of another model
     """
     model_dir = Path(model_dir)
     if (model_dir / EXPORT_FILE).is_file():
-        return _load_export(model_dir, device, threads)
+        return _load_export(model_dir, device, threads, bf16)
     with tempfile.TemporaryDirectory(prefix="nmt-ct2-") as tmp:
         # The translator reads the files now; the directory may go afterwards.
-        return _load_export(export_model(model_dir, Path(tmp) / "model"), device, threads)
+        return _load_export(export_model(model_dir, Path(tmp) / "model", quantization), device, threads, bf16)
 
 
 def _load_export(
-    export_dir: Path, device: str, threads: int
+    export_dir: Path, device: str, threads: int, bf16: str
 ) -> tuple[CTranslate2Model, spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
     try:
         import ctranslate2
@@ -253,41 +258,83 @@ def _load_export(
                 f"{spec[key]}: the subword model belongs to another model"
             )
     try:
-        translator = ctranslate2.Translator(str(export_dir), device=device, intra_threads=threads)
+        compute_type = ct2_compute_type(device, spec.get("quantization"), bf16)
+        translator = ctranslate2.Translator(
+            str(export_dir), device=device, compute_type=compute_type, intra_threads=threads
+        )
     except (RuntimeError, ValueError) as e:
         raise DataError(f"{export_dir}: not a CTranslate2 model ({' '.join(str(e).split())})") from None
     return CTranslate2Model(translator, spec), src_sp, trg_sp
 
 
 def ct2_search(
-    translator, src_sp: spm.SentencePieceProcessor, trg_sp: spm.SentencePieceProcessor, config: DecodeConfig
-) -> Callable[[list], Iterator[list[list[int]]]]:
+    translator,
+    src_sp: spm.SentencePieceProcessor,
+    trg_sp: spm.SentencePieceProcessor,
+    config: DecodeConfig,
+    nbest: int | None = None,
+) -> Callable[[list], Iterator[list]]:
     """A :data:`nmt.decoding.translation.Search` by ``translator``: over batches of source ids, each ending with EOS
-    (:class:`~nmt.decoding.translation.SourceBatch`), output ids without EOS per sentence. One batch at a time:
-    ``translator`` spreads each over its ``intra_threads``."""
-    config.check("decoding")  # refuses method beam with runtime ctranslate2
+    (:class:`~nmt.decoding.translation.SourceBatch`), output ids without EOS per sentence, or with ``nbest`` (beam
+    search) its n-best list of ``(ids, score, logprob)``, as :class:`nmt.decoding.beam.Hypothesis`. One batch at a
+    time: ``translator`` spreads each over its ``intra_threads``."""
+    config.check("decoding")  # refuses GNMT's beam search with runtime ctranslate2
     import ctranslate2
 
-    topk = 1 if config.method == "greedy" else config.sampling_topk  # CTranslate2: 1 greedy, 0 whole vocabulary
     ctranslate2.set_random_seed(config.seed)
-    never = [[trg_sp.id_to_piece(PAD)], [trg_sp.id_to_piece(BOS)]]  # nmt.decoding.search.NEVER_GENERATED
-
-    def search_batch(batch) -> list[list[int]]:
-        ids = [row[:-1] for row in batch.src]  # without EOS, which CTranslate2 appends
-        limits = [max_decoding_length(len(row), batch.max_len_a, batch.max_len_b) for row in ids]
-        results = translator.translate_batch(
-            [[src_sp.id_to_piece(i) for i in row] for row in ids],
-            beam_size=1,
-            sampling_topk=topk,
-            max_decoding_length=max(limits),
-            min_decoding_length=min(1, max(limits)),  # EOS not first, as in ours (the sources are not empty)
-            suppress_sequences=never,
-            disable_unk=config.method == "sample",
-            max_batch_size=config.batch_size,
-        )
-        return [
-            [trg_sp.piece_to_id(piece) for piece in result.hypotheses[0][:limit]]
-            for result, limit in zip(results, limits, strict=True)
-        ]
-
+    options = {
+        "suppress_sequences": [[trg_sp.id_to_piece(PAD)], [trg_sp.id_to_piece(BOS)]],  # search.NEVER_GENERATED
+        "max_batch_size": config.batch_size,
+    }
+    if config.method == "beam":
+        options |= {"beam_size": config.beam_size, "length_penalty": config.length_penalty}
+        search_batch = partial(_beam_batch, translator, src_sp, trg_sp, options, nbest)
+    else:  # CTranslate2's sampling_topk: 1 is greedy search, 0 the whole vocabulary
+        topk = 1 if config.method == "greedy" else config.sampling_topk
+        options |= {"beam_size": 1, "sampling_topk": topk, "disable_unk": config.method == "sample"}
+        search_batch = partial(_one_path_batch, translator, src_sp, trg_sp, options)
     return lambda batches: map(search_batch, batches)
+
+
+def _one_path_batch(translator, src_sp, trg_sp, options: dict[str, Any], batch) -> list[list[int]]:
+    """Greedy search or sampling of one batch: the largest limit of the batch, each output cut to its own."""
+    ids = [row[:-1] for row in batch.src]  # without EOS, which CTranslate2 appends
+    limits = [max_decoding_length(len(row), batch.max_len_a, batch.max_len_b) for row in ids]
+    results = translator.translate_batch(
+        [[src_sp.id_to_piece(i) for i in row] for row in ids],
+        max_decoding_length=max(limits),
+        min_decoding_length=min(1, max(limits)),  # EOS not first, as in ours (the sources are not empty)
+        **options,
+    )
+    return [
+        [trg_sp.piece_to_id(piece) for piece in result.hypotheses[0][:limit]]
+        for result, limit in zip(results, limits, strict=True)
+    ]
+
+
+def _beam_batch(translator, src_sp, trg_sp, options: dict[str, Any], nbest: int | None, batch) -> list:
+    """Beam search of one batch, the sentences of each limit together: the limit decides where a search ends, and
+    CTranslate2 takes one per call. At least one token (its ``min_decoding_length``), as
+    :func:`nmt.decoding.beam.beam_search_nbest` with ``normalization="ctranslate2"``."""
+    ids = [row[:-1] for row in batch.src]  # without EOS, which CTranslate2 appends
+    limits = [max(1, max_decoding_length(len(row), batch.max_len_a, batch.max_len_b)) for row in ids]
+    found: list = [None] * len(ids)
+    for limit in sorted(set(limits)):
+        group = [i for i, n in enumerate(limits) if n == limit]
+        results = translator.translate_batch(
+            [[src_sp.id_to_piece(i) for i in ids[i]] for i in group],
+            max_decoding_length=limit,
+            min_decoding_length=1,
+            num_hypotheses=nbest or 1,
+            return_scores=nbest is not None,
+            **options,
+        )
+        for i, result in zip(group, results, strict=True):
+            hyps = [[trg_sp.piece_to_id(piece) for piece in hyp] for hyp in result.hypotheses]
+            if nbest is None:
+                found[i] = hyps[0]
+                continue
+            # score: the log-probability / (positions ** alpha), EOS counted where the hypothesis has it
+            positions = [min(len(h) + 1, limit) ** options["length_penalty"] for h in hyps]
+            found[i] = [(h, s, s * n) for h, s, n in zip(hyps, result.scores, positions, strict=True)]
+    return found
