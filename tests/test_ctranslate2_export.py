@@ -1,5 +1,6 @@
 """Export to CTranslate2: its greedy search writes our greedy search's tokens; other architectures are refused."""
 
+import json
 import subprocess
 import sys
 from itertools import groupby
@@ -11,7 +12,7 @@ from conftest import ARCHS, assert_one_line, make_toy_corpus, tiny_model
 from nmt.checkpoint import save_checkpoint
 from nmt.config import DecodeConfig
 from nmt.data.batches import pad
-from nmt.decoding.ctranslate2 import export_model, max_decoding_length
+from nmt.decoding.ctranslate2 import export_model, load_ctranslate2, max_decoding_length
 from nmt.decoding.search import greedy_search, max_output_lengths
 from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
@@ -118,6 +119,18 @@ def test_export_does_not_overwrite_without_force(trained_model, tmp_path):
     assert_one_line(excinfo, tmp_path / "ct2", "--force")
     assert (export_model(model_dir, tmp_path / "ct2", force=True) / "model.bin").is_file()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("quantization", [None, "int8"])
+def test_an_export_records_its_weights_and_computes_in_them_on_the_cpu(trained_model, tmp_path, quantization):
+    """spec.json records the weight type, from which a GPU's compute type follows (ct2_compute_type); on the CPU
+    the export computes in its own type."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    model_dir, _ = trained_model
+    export = export_model(model_dir, tmp_path / "ct2", quantization)
+    assert json.loads((export / "spec.json").read_text())["quantization"] == (quantization or "float32")
+    model, _, _ = load_ctranslate2(export, "cpu", 1)
+    assert model.translator.compute_type == ("int8_float32" if quantization else "float32")
 
 
 def test_max_decoding_length_is_our_limit_without_eos():
