@@ -111,7 +111,7 @@ ONE_LANGUAGE = {"importer": "local", "path": "news.tgz", "member": "news.de"}  #
             {"training": {**TINY["training"], "corpus_weights": {"a": 2}}},
             "training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
         ),
-        # runtime ctranslate2 where CTranslate2 cannot run the search: an RNN, the ensembles of the tiny config's 2 seeds.
+        # runtime ctranslate2 where CTranslate2 cannot run the search: an RNN, ensembles of the tiny config's 2 seeds.
         (
             {"decoding": {"method": "greedy", "runtime": "ctranslate2"}, "seeds": [1]},
             "decoding.runtime: ctranslate2 cannot decode a rnn model (CTranslate2 has the Transformer only); runtime",
