@@ -1,6 +1,6 @@
 """CTranslate2, the inference engine that OpenNMT-py and fairseq users deploy with: the export of a trained
-Transformer model directory (``python -m nmt export MODEL_DIR OUT``), and greedy search and sampling run in it,
-on such an export or on a model directory.
+Transformer model directory (``python -m nmt export MODEL_DIR OUT``; the workflow's rule export_model, once per model
+and weight type), and greedy search, sampling and beam search run in it, on such an export or on a model directory.
 
 Export.
 
@@ -8,28 +8,32 @@ The export builds CTranslate2's ``TransformerSpec`` from our architecture config
 state dict; CTranslate2's converters for OpenNMT-py and fairseq do the same for theirs. What differs
 from CTranslate2's defaults is set explicitly: our sinusoidal table interleaves sin and cos (CTranslate2's
 built-in one is [sin | cos] halves), so it is exported as position encodings; ``nn.LayerNorm`` uses
-epsilon 1e-5; the source ends with EOS, which CTranslate2 appends (``add_source_eos``).
+epsilon 1e-5; the source ends with EOS, which CTranslate2 appends (``add_source_eos``). ``spec.json`` keeps our
+model spec beside CTranslate2's files, so that inputs are cut to the model's ``max_positions`` as with torch, and
+the weight type, from which the compute type on a GPU follows (:func:`nmt.decoding.runtime.ct2_compute_type`:
+float16, or int8_float16 for int8 weights; on the CPU the weights' own type).
 
 Output length: for a source of S subwords plus EOS, our search ends a hypothesis at
 ``floor(max_len_a * (S + 1) + max_len_b)`` tokens including EOS (:func:`nmt.decoding.search.max_output_lengths`),
 i.e. at most one token fewer without it; :func:`max_decoding_length` gives CTranslate2's
 ``max_decoding_length`` (which counts tokens without EOS) for the same limit.
 
-Search. Back-translation decodes millions of monolingual sentences with greedy search or sampling, and
-CTranslate2 runs that search in C++. :func:`load_ctranslate2` loads an export as it is, or exports a Transformer
-model directory (:func:`export_model`) to a temporary directory and loads that; :func:`ct2_search` is a
+Search. Back-translation decodes millions of monolingual sentences, and distillation's teacher the whole training
+corpus; CTranslate2 runs their search in C++. :func:`load_ctranslate2` loads an export as it is, or exports a
+Transformer model directory (:func:`export_model`) to a temporary directory and loads that; :func:`ct2_search` is a
 :data:`nmt.decoding.translation.Search`, so the lines go through the same encoding, length cuts, sorting and
-batching as with torch, and only the search differs. An export keeps our model spec (``spec.json``) beside
-CTranslate2's files, so that its inputs are cut to the model's ``max_positions`` as with torch. Decoding an
-export does not import torch (only the export does), so a CTranslate2 decoding process starts sooner and holds
-less memory (benchmarks/README.md, "Measurements behind the code").
+batching as with torch, and only the search differs. Decoding an export does not import torch (only the export
+does), so a CTranslate2 decoding process starts sooner and holds less memory (benchmarks/README.md, "Measurements
+behind the code").
 
-Output limits: CTranslate2 takes one ``max_decoding_length`` per batch, ours is per sentence
-(``a * S + b``). The batch gets the largest, and each output is cut to its own limit. Greedy search
-and sampling choose each token from the prefix alone, so the cut output is the one that the
-sentence's own limit gives: greedy output equals :func:`nmt.decoding.search.greedy_search`'s token for token
-in float32 (``tests/test_ctranslate2_search.py``). Sampling draws from CTranslate2's generator, seeded with
-``config.seed`` (so not the samples of torch's generator).
+Output limits: CTranslate2 takes one ``max_decoding_length`` per call, ours is per sentence (``a * S + b``).
+Greedy search and sampling choose each token from the prefix alone, so a batch gets its largest limit and each
+output is cut to its own: greedy output equals :func:`nmt.decoding.search.greedy_search`'s token for token in
+float32. Beam search's limit decides where a search ends, so the sentences of each limit are searched in a call of
+their own; with our ``length_normalization: ctranslate2`` (:func:`nmt.decoding.beam.beam_search_nbest`, whose rules
+are CTranslate2's) its output equals ours token for token in float32, n-best lists and their scores too
+(``tests/test_ctranslate2_search.py``). Sampling draws from CTranslate2's generator, seeded with ``config.seed``
+(so not the samples of torch's generator).
 
 Tokens: as in :mod:`nmt.decoding.search`, PAD and BOS are suppressed, UNK too when sampling
 (``disable_unk``), and EOS cannot come first (``min_decoding_length`` 1; CTranslate2's lengths leave EOS out).
