@@ -26,7 +26,6 @@ from nmt.config import (
     read_number,
     read_switch,
 )
-from nmt.decoding.runtime import choose_runtime, why_not_ctranslate2
 from nmt.errors import ConfigError
 from nmt.experiment import (
     BASELINE,
@@ -38,6 +37,8 @@ from nmt.experiment import (
     Experiment,
     Model,
     Variant,
+    choose_runtime,
+    why_not_ctranslate2,
 )
 from nmt.model_config import resolve_model_options
 

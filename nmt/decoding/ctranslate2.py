@@ -10,7 +10,7 @@ from CTranslate2's defaults is set explicitly: our sinusoidal table interleaves 
 built-in one is [sin | cos] halves), so it is exported as position encodings; ``nn.LayerNorm`` uses
 epsilon 1e-5; the source ends with EOS, which CTranslate2 appends (``add_source_eos``). ``spec.json`` keeps our
 model spec beside CTranslate2's files, so that inputs are cut to the model's ``max_positions`` as with torch, and
-the weight type, from which the compute type on a GPU follows (:func:`nmt.decoding.runtime.ct2_compute_type`:
+the weight type, from which the compute type on a GPU follows (:func:`ct2_compute_type`:
 float16, or int8_float16 for int8 weights; on the CPU the weights' own type).
 
 Output length: for a source of S subwords plus EOS, our search ends a hypothesis at
@@ -54,7 +54,6 @@ import sentencepiece as spm
 from nmt.atomic import atomic_path
 from nmt.config import DecodeConfig
 from nmt.data.subword import load_subword
-from nmt.decoding.runtime import ct2_compute_type
 from nmt.errors import ConfigError, DataError
 from nmt.model_dir import EXPORT_FILE, META_FILE, MODEL_FILE, SRC_SPM, TRG_SPM, read_model_file
 from nmt.vocab import BOS, EOS, PAD, UNK
@@ -64,6 +63,13 @@ QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
 LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which nmt.models.transformer uses
 # Our model spec (architecture config and vocabulary sizes: model.pt's "spec") in an export.
 SPEC_FILE = "spec.json"
+# CTranslate2's compute type on CUDA by the decoding precision setting (nmt.device's bf16: auto, on, off), for float
+# weights and for int8 weights; on the CPU it computes in the export's own type ("default": float32 or int8).
+CUDA_COMPUTE_TYPES = {
+    "auto": ("float16", "int8_float16"),
+    "on": ("bfloat16", "int8_bfloat16"),
+    "off": ("float32", "int8_float32"),
+}
 
 
 def max_decoding_length(n_src_tokens: int, max_len_a: float, max_len_b: int) -> int:
@@ -214,6 +220,16 @@ def ct2_device(name: str = "auto") -> str:
     if name == "cuda" and ctranslate2.get_cuda_device_count() == 0:
         raise DataError("device 'cuda' was requested but CTranslate2 sees no CUDA device")
     return name
+
+
+def ct2_compute_type(device: str, weights: str | None, bf16: str = "auto") -> str:
+    """CTranslate2's ``compute_type`` for an export of ``weights`` (its quantization; None: not recorded) on
+    ``device``: on CUDA half precision, as torch decodes there (float16, int8_float16; bfloat16 with ``bf16`` on,
+    float32 with off); on the CPU, and for weights not recorded, the export's own type (``default``)."""
+    if device != "cuda" or weights is None:
+        return "default"
+    floats, int8 = CUDA_COMPUTE_TYPES[bf16]
+    return int8 if weights.startswith("int8") else floats
 
 
 def load_ctranslate2(

@@ -405,12 +405,12 @@ def load_decoding(
 
 def resolve_runtime(model_dirs: list[str | Path], config: DecodeConfig) -> str:
     """The runtime that decodes with ``model_dirs`` (model directories or CTranslate2 exports) and ``config``:
-    ``config.runtime``, or for ``auto`` what :func:`nmt.decoding.runtime.choose_runtime` picks, logged with the
+    ``config.runtime``, or for ``auto`` what :func:`nmt.experiment.choose_runtime` picks, logged with the
     reason in one line. An export decodes in CTranslate2 only.
 
     :raises ConfigError: for ctranslate2 (or an export) where CTranslate2 cannot run the search, as torch does
     """
-    from nmt.decoding.runtime import choose_runtime, ctranslate2_installed, why_not_ctranslate2
+    from nmt.experiment import choose_runtime, ctranslate2_installed, why_not_ctranslate2
     from nmt.model_dir import EXPORT_FILE, read_arch
 
     if config.runtime == "torch":

@@ -11,9 +11,8 @@ from snakemake.utils import validate
 from nmt.atomic import remove_stale_temp_files
 from nmt.config_file import check_config, load_experiment
 from nmt.data.download import MIRROR_ENV, local_file
-from nmt.decoding.runtime import choose_runtime, ctranslate2_installed
 from nmt.errors import ConfigError
-from nmt.experiment import BASELINE, DISTILLED, SYNTHETIC, Run
+from nmt.experiment import BASELINE, DISTILLED, SYNTHETIC, Run, choose_runtime, ctranslate2_installed
 
 
 # A bad key stops the run with one line naming it, before validate() fills in the schema's defaults.
@@ -292,7 +291,7 @@ def jobs_import_ctranslate2():
 
 def decoding_files(models, arch, decoding):
     """A decoding job's model files: ``models`` (model.pt, several: an ensemble) of architecture ``arch``, or, when
-    the runtime of its search ``decoding`` is ctranslate2 or auto picks it (nmt.decoding.runtime.choose_runtime), the
+    the runtime of its search ``decoding`` is ctranslate2 or auto picks it (nmt.experiment.choose_runtime), the
     CTranslate2 export of its one model with the search's weights, which export_model writes once for every job."""
     runtime, _ = choose_runtime(decoding, [arch] * len(models), jobs_import_ctranslate2())
     if runtime == "torch":
