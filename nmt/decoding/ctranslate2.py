@@ -29,8 +29,9 @@ behind the code").
 Output limits: CTranslate2 takes one ``max_decoding_length`` per call, ours is per sentence (``a * S + b``).
 Greedy search and sampling choose each token from the prefix alone, so a batch gets its largest limit and each
 output is cut to its own: greedy output equals :func:`nmt.decoding.search.greedy_search`'s token for token in
-float32. Beam search's limit decides where a search ends, so the sentences of each limit are searched in a call of
-their own; with our ``length_normalization: ctranslate2`` (:func:`nmt.decoding.beam.beam_search_nbest`, whose rules
+float32. Beam search's limit decides where a search ends: a batch is searched at its largest limit, and a sentence
+whose search may have run to its own limit again at that (:func:`_beam_batch`); with our
+``length_normalization: ctranslate2`` (:func:`nmt.decoding.beam.beam_search_nbest`, whose rules
 are CTranslate2's) its output equals ours token for token in float32, n-best lists and their scores too
 (``tests/test_ctranslate2_search.py``). Sampling draws from CTranslate2's generator, seeded with ``config.seed``
 (so not the samples of torch's generator).
@@ -333,28 +334,60 @@ def _one_path_batch(translator, src_sp, trg_sp, options: dict[str, Any], batch) 
 
 
 def _beam_batch(translator, src_sp, trg_sp, options: dict[str, Any], nbest: int | None, batch) -> list:
-    """Beam search of one batch, the sentences of each limit together: the limit decides where a search ends, and
-    CTranslate2 takes one per call. At least one token (its ``min_decoding_length``), as
-    :func:`nmt.decoding.beam.beam_search_nbest` with ``normalization="ctranslate2"``."""
+    """Beam search of one batch, each sentence within its own limit, as
+    :func:`nmt.decoding.beam.beam_search_nbest` with ``normalization="ctranslate2"`` searches it.
+
+    CTranslate2 takes one limit per call, and the limit decides where a search ends. With alpha != 0 it stops a
+    sentence once K hypotheses have finished, so the batch is searched at its largest limit, keeping the K best: a
+    sentence whose K all end before the step before its own limit (fewer than ``limit - 1`` tokens) had its K by
+    then, and that search is its own; the others are searched again, the sentences of each limit in a call. With
+    alpha 0 a sentence stops once the best candidate of a step has ended, which no output shows: the sentences of
+    each limit are searched together from the start.
+
+    :return: per sentence its best output ids, or with ``nbest`` its n-best list of ``(ids, score, logprob)``
+    """
     ids = [row[:-1] for row in batch.src]  # without EOS, which CTranslate2 appends
     limits = [max(1, max_decoding_length(len(row), batch.max_len_a, batch.max_len_b)) for row in ids]
     found: list = [None] * len(ids)
-    for limit in sorted(set(limits)):
-        group = [i for i, n in enumerate(limits) if n == limit]
-        results = translator.translate_batch(
-            [[src_sp.id_to_piece(i) for i in ids[i]] for i in group],
-            max_decoding_length=limit,
-            min_decoding_length=1,
-            num_hypotheses=nbest or 1,
-            return_scores=nbest is not None,
-            **options,
-        )
-        for i, result in zip(group, results, strict=True):
-            hyps = [[trg_sp.piece_to_id(piece) for piece in hyp] for hyp in result.hypotheses]
-            if nbest is None:
-                found[i] = hyps[0]
-                continue
-            # score: the log-probability / (positions ** alpha), EOS counted where the hypothesis has it
-            positions = [min(len(h) + 1, limit) ** options["length_penalty"] for h in hyps]
-            found[i] = [(h, s, s * n) for h, s, n in zip(hyps, result.scores, positions, strict=True)]
-    return found
+    todo = list(range(len(ids)))
+    if options["length_penalty"] != 0:
+        hyps = _ct2_beam(translator, src_sp, trg_sp, options, [ids[i] for i in todo], max(limits), options["beam_size"])
+        for i, kept in zip(todo, hyps, strict=True):
+            if limits[i] == max(limits) or all(len(h) <= limits[i] - 2 for h, _ in kept):
+                found[i] = kept[: nbest or 1]
+        todo = [i for i in todo if found[i] is None]
+    for limit in sorted({limits[i] for i in todo}):
+        group = [i for i in todo if limits[i] == limit]
+        hyps = _ct2_beam(translator, src_sp, trg_sp, options, [ids[i] for i in group], limit, nbest or 1)
+        for i, kept in zip(group, hyps, strict=True):
+            found[i] = kept
+    if nbest is None:
+        return [kept[0][0] for kept in found]
+    # the score is the log-probability / (positions ** alpha), EOS counted where the hypothesis has it
+    alpha = options["length_penalty"]
+    return [
+        [(h, score, score * min(len(h) + 1, limit) ** alpha) for h, score in kept]
+        for kept, limit in zip(found, limits, strict=True)
+    ]
+
+
+def _ct2_beam(
+    translator, src_sp, trg_sp, options: dict[str, Any], ids: list[list[int]], limit: int, n: int
+) -> list[list[tuple[list[int], float]]]:
+    """CTranslate2's beam search of the sources ``ids`` (without EOS) within ``limit`` output tokens (without EOS):
+    its ``n`` best ``(ids, score)`` per sentence, best first."""
+    results = translator.translate_batch(
+        [[src_sp.id_to_piece(i) for i in row] for row in ids],
+        max_decoding_length=limit,
+        min_decoding_length=1,
+        num_hypotheses=n,
+        return_scores=True,
+        **options,
+    )
+    return [
+        [
+            ([trg_sp.piece_to_id(piece) for piece in hyp], score)
+            for hyp, score in zip(r.hypotheses, r.scores, strict=True)
+        ]
+        for r in results
+    ]
