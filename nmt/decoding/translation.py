@@ -417,8 +417,8 @@ def resolve_runtime(model_dirs: list[str | Path], config: DecodeConfig) -> str:
         return "torch"
     archs = [read_arch(model_dir) for model_dir in model_dirs]
     export = next((Path(d) for d in model_dirs if (Path(d) / EXPORT_FILE).is_file()), None)
-    if export is not None and config.runtime == "auto" and why_not_ctranslate2(config, archs):
-        why = why_not_ctranslate2(config, archs)
+    why = why_not_ctranslate2(config, archs)
+    if export is not None and config.runtime == "auto" and why:
         raise ConfigError(f"{export}: a CTranslate2 export decodes in CTranslate2, which cannot decode {why}")
     runtime, reason = choose_runtime(config, archs, ctranslate2_installed() or export is not None)
     if config.runtime == "auto":

@@ -308,9 +308,7 @@ def get_test_models(wildcards):
 def get_generation_models(path):
     """Input function of a back-translation job (of round 1 or a later one): the model.pt at ``path`` (with the job's
     wildcards), or its export (decoding_files) when the variant's search of the part runs in CTranslate2."""
-    return lambda w: decoding_files(
-        expand(path, **w), BT.reverse.arch, EXPERIMENT.generation(w.variant, w.part)
-    )
+    return lambda w: decoding_files(expand(path, **w), BT.reverse.arch, EXPERIMENT.generation(w.variant, w.part))
 
 
 def get_teacher_models(wildcards):
