@@ -20,11 +20,12 @@ and the speed relative to PyTorch's.
 
 ``--downstream WORKDIR`` runs the workflow instead, on ``--downstream-config`` (config.yaml) with one of its
 back-translation variants generated twice in CTranslate2, with float32 and with int8 weights: the back-translation
-system trained on each (one seed), and its dev BLEU. It trains the reverse model and three systems: hours; ``-n``
-shows the jobs.
+system trained on each (one seed), its dev BLEU and test BLEU. It trains the reverse model and three systems (hours);
+``-n`` shows the jobs.
 """
 
 import argparse
+import csv
 import gzip
 import itertools
 import json
@@ -142,7 +143,7 @@ def source_lang(model: Path) -> str:
 def downstream(args: argparse.Namespace) -> None:
     """The workflow on ``--downstream-config`` with its variant ``--downstream-variant`` (the first) generated in
     CTranslate2 twice, float32 and int8 (beam search with length_normalization ctranslate2), one seed, no
-    distillation; then the dev BLEU of the back-translation system trained on each."""
+    distillation; then the dev BLEU of the back-translation system trained on each, and its test sets' BLEU."""
     config = yaml.safe_load(args.downstream_config.read_text(encoding="utf-8"))
     bt = config["backtranslation"]
     name = args.downstream_variant or next(iter(bt["variants"]))
@@ -164,10 +165,13 @@ def downstream(args: argparse.Namespace) -> None:
         sys.exit("error: the workflow failed (its log is above)")
     if args.n:
         return
-    print("\n| synthetic sources | model | dev BLEU |\n|---|---|---:|")
+    scores = list(csv.DictReader(open(args.downstream / "results" / "tables" / "scores.csv", encoding="utf-8")))
+    print("\n| synthetic sources | model | dev BLEU | test set | test BLEU |\n|---|---|---:|---|---:|")
     for pair, model, q in itertools.product(config["pairs"], config["models"], WEIGHTS):
         summary = args.downstream / "results" / pair / model / f"bt_{q}" / "seed1" / "model" / "summary.json"
-        print(f"| {q} | {pair} {model} | {json.loads(summary.read_text())['valid']['bleu']:.2f} |")
+        dev = json.loads(summary.read_text())["valid"]["bleu"]
+        for score in (s for s in scores if (s["pair"], s["model"], s["stage"]) == (pair, model, f"bt_{q}")):
+            print(f"| {q} | {pair} {model} | {dev:.2f} | {score['testset']} | {float(score['bleu']):.2f} |")
 
 
 def main() -> None:
