@@ -22,7 +22,8 @@ import torch.nn.functional as F
 
 from nmt.atomic import read_lines
 from nmt.data.batches import pad
-from nmt.decoding.search import beam_search, greedy_search, length_penalty
+from nmt.decoding.beam import beam_search, length_penalty
+from nmt.decoding.search import greedy_search
 from nmt.device import get_device
 from nmt.evaluation.metrics import score_metric
 from nmt.model_dir import load_model

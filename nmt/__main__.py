@@ -21,7 +21,8 @@ from nmt.training.files import TrainFiles
 
 def decode_config(args: argparse.Namespace) -> DecodeConfig:
     """The search of ``translate``'s options. Without ``--method`` it is the config's default (beam), or greedy
-    search with ``--runtime ctranslate2``, whose beam search is not ours (it normalises by ``length ** alpha``)."""
+    search with ``--runtime ctranslate2``, whose beam search is GNMT's only with ``--length-normalization ctranslate2``
+    (it normalises by ``length ** alpha``)."""
     method = args.method or ("greedy" if args.runtime == "ctranslate2" else DecodeConfig.method)
     return from_dict(
         DecodeConfig,
@@ -36,6 +37,8 @@ def decode_config(args: argparse.Namespace) -> DecodeConfig:
             "batch_size": args.batch_size,
             "runtime": args.runtime,
             "eos_at_limit": args.eos_at_limit,
+            "length_normalization": args.length_normalization,
+            "quantization": args.quantization,
         },
         "translate",
     )
@@ -237,6 +240,13 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
         help="beam: the EOS forced at the output limit adds its log-probability (charged, as fairseq does) or "
         "nothing (free, as CTranslate2, to compare with it)",
     )
+    p.add_argument(
+        "--length-normalization",
+        default=search.length_normalization,
+        choices=["gnmt", "ctranslate2"],
+        help="beam: divide by ((5 + |Y|) / 6)^alpha (gnmt) or by |Y|^alpha with CTranslate2's rules (ctranslate2), "
+        "which --runtime ctranslate2 runs too",
+    )
 
 
 def add_translate_command(commands: Commands) -> None:
@@ -283,9 +293,16 @@ def add_translate_command(commands: Commands) -> None:
     p.add_argument(
         "--runtime",
         default=DecodeConfig.runtime,
-        choices=["torch", "ctranslate2"],
-        help="ctranslate2: greedy or sample in CTranslate2, on a CTranslate2 export or on an export of the model "
-        "directory made at start-up (greedy output equals torch's)",
+        choices=["torch", "ctranslate2", "auto"],
+        help="ctranslate2: search in CTranslate2 (greedy, sample, or beam with --length-normalization ctranslate2), "
+        "on a CTranslate2 export or on an export of the model directory made at start-up (float32 output equals "
+        "torch's); auto: CTranslate2 where it is installed and runs the search over the models, else torch",
+    )
+    p.add_argument(
+        "--quantization",
+        default=DecodeConfig.quantization,
+        choices=["float32", "int8"],
+        help="CTranslate2: the weights of the export made at start-up (int8: faster, not float32's output)",
     )
     p.add_argument(
         "--nbest",

@@ -429,16 +429,22 @@ class DecodeConfig:
     max_len_a: float = 1.5
     max_len_b: int = 10
     batch_size: int = 64
-    runtime: Literal["torch", "ctranslate2"] = "torch"
+    runtime: Literal["torch", "ctranslate2", "auto"] = "torch"
     eos_at_limit: Literal["charged", "free"] = "charged"
+    length_normalization: Literal["gnmt", "ctranslate2"] = "gnmt"
+    quantization: Literal["float32", "int8"] = "float32"
 
     def check(self, where: str) -> None:
         _positive(where, beam_size=self.beam_size, batch_size=self.batch_size)
-        if self.runtime == "ctranslate2" and self.method == "beam":
+        if self.runtime == "ctranslate2" and self.method == "beam" and self.length_normalization == "gnmt":
             raise ConfigError(
-                f"{where}.runtime: ctranslate2 runs method greedy or sample here, not beam (its beam search "
-                "divides by length ** alpha, not by GNMT's penalty, so it would not be our search)"
+                f"{where}.runtime: ctranslate2 runs beam search with length_normalization ctranslate2, not gnmt (its "
+                "beam search divides by length ** alpha): set that, or runtime auto (which runs gnmt in torch)"
             )
+        if self.length_normalization == "ctranslate2" and self.eos_at_limit == "free":
+            raise ConfigError(f"{where}.eos_at_limit: free is gnmt's; length_normalization ctranslate2 has its own")
+        if self.runtime == "torch" and self.quantization != "float32":
+            raise ConfigError(f"{where}.quantization: {self.quantization} weights are CTranslate2's (runtime auto)")
         if self.length_penalty < 0:
             raise ConfigError(f"{where}.length_penalty: must be >= 0, got {self.length_penalty}")
         if self.sampling_topk < 0:

@@ -40,6 +40,7 @@ from nmt.experiment import (
 )
 from nmt.model_config import resolve_model_options
 from nmt.multilingual import check_eval_sets, parse_multilingual
+from nmt.runtime import choose_runtime, why_not_ctranslate2
 
 
 def check_config_syntax(path: str | Path) -> None:
@@ -227,6 +228,8 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     )
     for name in data.train:
         experiment.corpus_cleaning(name)  # a bad value of a corpus's own cleaning keys fails now
+    for where, search, archs in experiment.decoding_jobs():
+        choose_runtime(search, archs, installed=True, where=where)  # runtime ctranslate2 where CTranslate2 cannot
     return experiment
 
 
@@ -336,8 +339,8 @@ def parse_distillation(
     section: dict[str, Any], models: dict[str, Model], backtranslation: Backtranslation
 ) -> Distillation | None:
     """The ``distillation`` section (None without students): the teacher must be a system the experiment trains,
-    the students keys of ``models``, and with ``ctranslate2`` quantizations each student a Transformer decoded
-    greedily or by sampling (what CTranslate2 runs here)."""
+    the students keys of ``models``, and with ``ctranslate2`` quantizations each student a Transformer decoded by a
+    search CTranslate2 runs."""
     if not section["students"]:
         return None
     teacher, stage = section["teacher"], section["teacher_stage"]
@@ -365,10 +368,11 @@ def parse_distillation(
                 f"distillation.students: '{student}' is a {models[student].arch}, which cannot be exported to "
                 "CTranslate2 (Transformer only): set distillation.ctranslate2: [] or make the student a transformer"
             )
-    if quantizations and decoding.method == "beam":
+    why = why_not_ctranslate2(decoding, ["transformer"])
+    if quantizations and why:
         raise ConfigError(
-            "distillation.decoding: the CTranslate2 rows decode with method greedy or sample, not beam; "
-            "set distillation.decoding.method to greedy (what Kim and Rush's students use) or ctranslate2: []"
+            f"distillation.decoding: the CTranslate2 rows cannot decode {why}; set distillation.decoding.method to "
+            "greedy (what Kim and Rush's students use), its length_normalization to ctranslate2, or ctranslate2: []"
         )
     synthetic = {"upsample_real": int(section["with_real"]), **section["filters"]}
     return Distillation(

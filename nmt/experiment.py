@@ -374,6 +374,23 @@ class Experiment:
         on the parallel data and the same student distilled are compared alike), else the decoding section."""
         return self.distillation.decoding if model in self.students else self.decoding
 
+    def decoding_jobs(self) -> list[tuple[str, DecodeConfig, list[str]]]:
+        """Every search the workflow's decoding jobs run, where the config sets it, and the architecture of each
+        model of one such job (several: an ensemble): the test sets' of each run, back-translation's (the reverse
+        model's and its rounds', of the reverse model's architecture), and the teacher's."""
+        jobs = []
+        for run in self.scored_runs():
+            where = "distillation.decoding" if run.model in self.students else "decoding"
+            archs = [self.models[run.model].arch] * len(self.run_seeds(run.name))
+            jobs.append((where, self.test_decoding(run.model), archs))
+        bt = self.backtranslation
+        for variant in bt.variants.values() if bt.models else ():
+            jobs.append((f"backtranslation.variants.{variant.name}.generation", variant.generation, [bt.reverse.arch]))
+        if self.distillation:
+            teacher = [self.models[self.distillation.teacher].arch] * len(self.seeds)
+            jobs.append(("distillation.generation", self.distillation.generation, teacher))
+        return jobs
+
     def distillation_rows(self) -> list[DistillationRow]:
         """The rows of the distillation table: the teacher's run (the ensemble of its seeds when there are several),
         then per student its first seed on the parallel data, distilled, and each CTranslate2 export of that."""

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 # Files of a model directory.
 MODEL_FILE, SRC_SPM, TRG_SPM, META_FILE = "model.pt", "src.model", "trg.model", "meta.json"
+SUMMARY_FILE = "summary.json"  # what training records of the model (nmt.training.loop), its arch among it
 # CTranslate2's weights, in place of model.pt in an export (nmt export; nmt.decoding.ctranslate2).
 EXPORT_FILE = "model.bin"
 
@@ -59,6 +60,23 @@ def read_model_file(model_dir: str | Path, device: "str | torch.device" = "cpu")
     from nmt.checkpoint import load_checkpoint
 
     return load_checkpoint(model_dir / MODEL_FILE, map_location=device)
+
+
+def read_arch(model_dir: str | Path) -> str:
+    """The architecture (``transformer``, ``rnn``, ``convs2s``) of the model in ``model_dir``: from the summary.json
+    that training writes beside model.pt (no torch needed), else from model.pt; a CTranslate2 export's is the
+    Transformer, the one architecture it exports.
+
+    :raises DataError: as :func:`read_model_file`, when the folder holds neither
+    """
+    model_dir = Path(model_dir)
+    if (model_dir / EXPORT_FILE).is_file() and not (model_dir / MODEL_FILE).is_file():
+        return "transformer"
+    try:
+        arch = json.loads((model_dir / SUMMARY_FILE).read_text(encoding="utf-8")).get("arch")
+    except (OSError, ValueError, AttributeError):
+        arch = None
+    return arch if isinstance(arch, str) else read_model_file(model_dir)["spec"]["arch"]
 
 
 def find_model_dirs(folder: str | Path, depth: int = 5) -> list[Path]:

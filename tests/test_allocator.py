@@ -14,7 +14,7 @@ BATCHES_OF_BEAM_SEARCH = """
 import resource, sys, torch
 from nmt.allocator import keep_freed_memory
 from nmt.models.seq2seq import build_model
-from nmt.decoding.search import beam_search
+from nmt.decoding.beam import beam_search
 if sys.argv[1] == "keep":
     assert keep_freed_memory(mkl_buffers=False)
 torch.set_num_threads(2)

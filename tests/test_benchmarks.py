@@ -1,7 +1,8 @@
 """The benchmarks on quick inputs: the toolkit comparison harness (benchmarks/compare_toolkits.py) on its
 synthetic task, ours and CTranslate2 on our export; of the toy model, the search-quality report
-(benchmarks/search_quality.py), the search's time by step (benchmarks/search_profile.py) and the
-back-translation speed (benchmarks/backtranslation_speed.py); the WMT-scale rehearsal (benchmarks/scale.py)
+(benchmarks/search_quality.py), the search's time by step (benchmarks/search_profile.py), the
+back-translation speed (benchmarks/backtranslation_speed.py) and generation's in each runtime
+(benchmarks/generation.py, and its downstream check's jobs); the WMT-scale rehearsal (benchmarks/scale.py)
 on 50,000 pairs, and the kills of benchmarks/chaos.py on a quick pipeline.
 
 The peers need their own virtual environments (downloads), so only our system runs here; the
@@ -235,6 +236,41 @@ def test_backtranslation_speed_finds_ctranslate2_greedy_equal_to_torch(trained_m
     rows = {r[0]: r for r in ([c.strip() for c in line.strip("|").split("|")] for line in out.stdout.splitlines())}
     assert rows["ctranslate2 fp32"][4] == "0" and rows["torch fp32"][4] == "-"
     assert float(rows["torch bf16 weights"][4]) <= 40 and "40 sentences" in out.stdout
+
+
+def test_generation_benchmark_tabulates_every_runtime_of_each_job(trained_model, toy_corpus):
+    """Greedy and beam back-translation and the teacher's beam search of the toy model on its 40 test sentences:
+    CTranslate2 float32 writes PyTorch's lines (the shared normalization for beam)."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    model_dir, _ = trained_model
+    argv = [sys.executable, str(REPO / "benchmarks" / "generation.py"), "--reverse-model", str(model_dir)]
+    argv += ["--teacher-model", str(model_dir), "--mono", str(toy_corpus["test.en"]), "--sentences", "50"]
+    argv += ["--threads", "1", "--jobs", "bt-greedy", "bt-beam", "teacher-beam"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    table = [line for line in out.stdout.splitlines() if line.startswith("| ")]
+    rows = {(r[0], r[1]): r for r in ([c.strip() for c in line.strip("|").split("|")] for line in table)}
+    for job in ("back-translation, greedy", "back-translation, beam 5", "teacher, beam 5"):
+        assert rows[job, "torch"][5] == "-" and rows[job, "ctranslate2 float32"][5] == "100.0%"
+        assert float(rows[job, "ctranslate2 int8"][4]) > 0 and float(rows[job, "torch"][6]) > 0  # tok/s, RSS
+    assert out.stdout.count("export of the") == 2  # one model: each weight type exported once
+    assert "reverse: 40 sentences" in out.stdout
+
+
+def test_generation_benchmark_plans_the_downstream_check(tmp_path):
+    """The back-translation variant generated twice, float32 and int8 weights: both systems are trained."""
+    argv = [sys.executable, str(REPO / "benchmarks" / "generation.py"), "--downstream", str(tmp_path)]
+    argv += ["--downstream-config", str(REPO / "tests" / "integration" / "config.yaml"), "--mirror", str(MIRROR)]
+    out = subprocess.run([*argv, "--downstream-variant", "bt_sample_tagged", "-n"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    generation = {name: v["generation"] for name, v in config["backtranslation"]["variants"].items()}
+    assert {name: (g["runtime"], g["quantization"]) for name, g in generation.items()} == {
+        "bt_float32": ("ctranslate2", "float32"),
+        "bt_int8": ("ctranslate2", "int8"),
+    }
+    for quantization in ("float32", "int8"):
+        assert f"results/en-de/transformer/bt_{quantization}/seed1/model/model.pt" in out.stdout
 
 
 SAMPLED_AGENT = """

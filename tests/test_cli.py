@@ -366,19 +366,25 @@ def test_nbest_larger_than_the_beam(trained_model, capsys, monkeypatch):
     check_stderr(stderr, r"^error: translate: --nbest 3 needs --method beam and --beam-size >= 3$", 1)
 
 
-def test_ctranslate2_runtime_translates_greedy_and_refuses_beam(trained_model, capsys, monkeypatch):
-    """Without --method the ctranslate2 runtime searches greedily, as torch does token for token; beam is refused."""
+def test_ctranslate2_runtime_translates_greedy_and_ctranslate2_beam_and_refuses_gnmt_beam(
+    trained_model, capsys, monkeypatch
+):
+    """Without --method the ctranslate2 runtime searches greedily, as torch does token for token; beam search with
+    --length-normalization ctranslate2 too, n-best lists included; GNMT's beam search is refused."""
     pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
     argv = ["translate", "--model", str(trained_model[0]), "--runtime", "ctranslate2", "--method", "beam"]
     status, _, stderr = run_main(argv, b"the cat\n", capsys, monkeypatch)
     assert status == 1
-    check_stderr(stderr, r"^error: translate\.runtime: ctranslate2 runs method greedy or sample here, not beam", 1)
-    greedy = {}
-    for runtime, method in (("torch", ["--method", "greedy"]), ("ctranslate2", [])):
+    check_stderr(stderr, r"^error: translate\.runtime: ctranslate2 runs beam search with length_normalization ", 1)
+    beam = ["--method", "beam", "--length-normalization", "ctranslate2", "--nbest", "2"]
+    out = {}
+    for runtime, method in (("torch", ["--method", "greedy"]), ("ctranslate2", []), ("torch", beam), ("auto", beam)):
         argv = ["translate", "--model", str(trained_model[0]), *method, "--runtime", runtime]
-        status, greedy[runtime], stderr = run_main(argv, b"the dog runs\n\nthe cat\n", capsys, monkeypatch)
+        status, out[runtime, len(method)], stderr = run_main(argv, b"the dog runs\n\nthe cat\n", capsys, monkeypatch)
         assert status == 0, stderr
-    assert greedy["ctranslate2"] == greedy["torch"] and len(greedy["torch"].splitlines()) == 3
+    assert out["ctranslate2", 0] == out["torch", 2] and len(out["torch", 2].splitlines()) == 3
+    nbest = {runtime: [row.split("\t")[:2] for row in out[runtime, 6].splitlines()] for runtime in ("torch", "auto")}
+    assert nbest["auto"] == nbest["torch"] and len(nbest["torch"]) == 5  # 2 + 1 (the empty line) + 2
 
 
 def test_an_export_is_a_model_of_the_ctranslate2_runtime(trained_model, tmp_path, capsys, monkeypatch):

@@ -20,7 +20,10 @@ from nmt.errors import ConfigError
         ({"teacher": "rnn", "teacher_stage": "bt_beam", "students": ["student"]}, "(its stages: baseline;"),
         ({"students": ["nosuch"]}, "distillation.students: 'nosuch' is not a key of models"),
         ({"students": ["convs2s"]}, "'convs2s' is a convs2s, which cannot be exported to CTranslate2"),
-        ({"students": ["student"], "decoding": {"method": "beam"}}, "with method greedy or sample, not beam"),
+        (
+            {"students": ["student"], "decoding": {"method": "beam"}},
+            "distillation.decoding: the CTranslate2 rows cannot decode beam search with length_normalization gnmt",
+        ),
     ],
 )
 def test_distillation_errors_name_the_key(distillation, message):
@@ -107,6 +110,32 @@ ONE_LANGUAGE = {"importer": "local", "path": "news.tgz", "member": "news.de"}  #
         (
             {"training": {**TINY["training"], "corpus_weights": {"a": 2}}},
             "training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
+        ),
+        # runtime ctranslate2 where CTranslate2 cannot run the search: an RNN, ensembles of the tiny config's 2 seeds.
+        (
+            {"decoding": {"method": "greedy", "runtime": "ctranslate2"}, "seeds": [1]},
+            "decoding.runtime: ctranslate2 cannot decode a rnn model (CTranslate2 has the Transformer only); runtime",
+        ),
+        (
+            {
+                "decoding": {"method": "greedy", "runtime": "ctranslate2"},
+                "models": {name: TINY["models"][name] for name in ("transformer", "student")},
+            },
+            "decoding.runtime: ctranslate2 cannot decode an ensemble (of 2 models); runtime auto decodes it in torch",
+        ),
+        (
+            {"distillation": {**TINY["distillation"], "generation": {"method": "greedy", "runtime": "ctranslate2"}}},
+            "distillation.generation.runtime: ctranslate2 cannot decode an ensemble (of 2 models)",
+        ),
+        (
+            {
+                "backtranslation": {
+                    **TINY["backtranslation"],
+                    "reverse_model": {"arch": "rnn", "size": "tiny"},
+                    "variants": {"bt": {"generation": {"method": "sample", "runtime": "ctranslate2"}}},
+                }
+            },
+            "backtranslation.variants.bt.generation.runtime: ctranslate2 cannot decode a rnn model",
         ),
     ],
 )

@@ -1,5 +1,6 @@
 """Export to CTranslate2: its greedy search writes our greedy search's tokens; other architectures are refused."""
 
+import json
 import subprocess
 import sys
 from itertools import groupby
@@ -11,7 +12,7 @@ from conftest import ARCHS, assert_one_line, make_toy_corpus, tiny_model
 from nmt.checkpoint import save_checkpoint
 from nmt.config import DecodeConfig
 from nmt.data.batches import pad
-from nmt.decoding.ctranslate2 import export_model, max_decoding_length
+from nmt.decoding.ctranslate2 import ct2_compute_type, export_model, load_ctranslate2, max_decoding_length
 from nmt.decoding.search import greedy_search, max_output_lengths
 from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
@@ -120,6 +121,36 @@ def test_export_does_not_overwrite_without_force(trained_model, tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+@pytest.mark.parametrize("quantization", [None, "int8"])
+def test_an_export_records_its_weights_and_computes_in_them_on_the_cpu(trained_model, tmp_path, quantization):
+    """spec.json records the weight type, from which a GPU's compute type follows (ct2_compute_type); on the CPU
+    the export computes in its own type."""
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed (pip install '.[export]')")
+    model_dir, _ = trained_model
+    export = export_model(model_dir, tmp_path / "ct2", quantization)
+    assert json.loads((export / "spec.json").read_text())["quantization"] == (quantization or "float32")
+    model, _, _ = load_ctranslate2(export, "cpu", 1)
+    assert model.translator.compute_type == ("int8_float32" if quantization else "float32")
+
+
 def test_max_decoding_length_is_our_limit_without_eos():
     src = torch.tensor([[5, 6, 7, EOS, 0], [5, 6, 7, 8, EOS]])
     assert max_output_lengths(src, 1.5, 10).tolist() == [max_decoding_length(n, 1.5, 10) + 1 for n in (3, 4)]
+
+
+@pytest.mark.parametrize(
+    ("device", "weights", "bf16", "compute_type"),
+    [
+        ("cpu", "float32", "auto", "default"),  # the export's own type
+        ("cpu", "int8", "on", "default"),
+        ("cuda", "float32", "auto", "float16"),
+        ("cuda", "int8", "auto", "int8_float16"),
+        ("cuda", "int8_float32", "on", "int8_bfloat16"),
+        ("cuda", "float32", "on", "bfloat16"),
+        ("cuda", "float32", "off", "float32"),
+        ("cuda", "int8", "off", "int8_float32"),
+        ("cuda", None, "auto", "default"),  # an export that does not record its weights
+    ],
+)
+def test_ctranslate2_computes_in_half_precision_on_a_gpu(device, weights, bf16, compute_type):
+    assert ct2_compute_type(device, weights, bf16) == compute_type

@@ -1,17 +1,21 @@
-"""runtime ctranslate2: CTranslate2's greedy search writes ours, token for token, through translate_file."""
+"""runtime ctranslate2: CTranslate2's greedy search, and its beam search with length_normalization ctranslate2, write
+ours, token for token, through translate_file; runtime auto picks CTranslate2 where it runs the search, and says so."""
+
+import logging
 
 import pytest
 import torch
 from conftest import make_toy_corpus, tiny_model
 from test_envs import run_without_torch
 
+import nmt.decoding.ctranslate2 as ct2
 from nmt.config import DecodeConfig
 from nmt.data.batches import pad
 from nmt.data.subword import load_subword
 from nmt.decoding.ctranslate2 import ct2_search, load_ctranslate2
 from nmt.decoding.search import greedy_search
 from nmt.decoding.streaming import translate_file
-from nmt.decoding.translation import SourceBatch
+from nmt.decoding.translation import SourceBatch, load_decoding, translate_nbest
 from nmt.errors import ConfigError
 from nmt.model_dir import write_model
 from nmt.vocab import BOS, EOS, PAD, UNK
@@ -40,6 +44,37 @@ def test_greedy_equals_ours(trained_model, tmp_path, max_len_a, max_len_b):
     assert ct2 == ours
     if max_len_b == 1:
         assert len({len(h.split()) for h in ct2}) > 2  # limits differ, and outputs were cut to them
+
+
+@pytest.mark.parametrize(
+    ("beam_size", "alpha", "max_len_a", "max_len_b"), [(4, 1.0, 1.5, 10), (5, 0.6, 0.5, 1), (3, 0.0, 1.5, 10)]
+)
+def test_beam_search_equals_ours_with_the_shared_normalization(
+    trained_model, tmp_path, beam_size, alpha, max_len_a, max_len_b
+):
+    """CTranslate2's beam search is ours with length_normalization ctranslate2 (|Y| ** alpha, its stop, its last
+    step, renormalised log-probabilities), 1-best and n-best lists; (0.5, 1) ends most searches at their limits,
+    which differ within a batch (CTranslate2 takes one per call)."""
+    model_dir, _ = trained_model
+    lines, _ = make_toy_corpus(150, seed=17)
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    options = {"method": "beam", "beam_size": beam_size, "length_penalty": alpha, "max_len_a": max_len_a}
+    options |= {"max_len_b": max_len_b, "length_normalization": "ctranslate2", "batch_size": 50}
+    ours = _translate([model_dir], src, tmp_path, "torch", **options)
+    assert _translate([model_dir], src, tmp_path, "ct2", runtime="ctranslate2", **options) == ours
+    if max_len_b == 1:
+        assert len({len(h.split()) for h in ours}) > 2  # limits differ, and outputs reached them
+    nbest = {
+        runtime: translate_nbest(
+            load_decoding([model_dir], DecodeConfig(runtime=runtime, **options), "cpu"), lines[:60], 3
+        )
+        for runtime in ("torch", "ctranslate2")
+    }
+    for theirs, mine in zip(nbest["ctranslate2"], nbest["torch"], strict=True):
+        assert [hyp for hyp, _, _ in theirs] == [hyp for hyp, _, _ in mine] and len(mine) == 3
+        assert [score for _, score, _ in theirs] == pytest.approx([score for _, score, _ in mine], abs=1e-4)
+        assert [lp for _, _, lp in theirs] == pytest.approx([lp for _, _, lp in mine], abs=1e-3)
 
 
 def test_an_export_translates_as_its_model_directory_without_exporting_again(trained_model, tmp_path, monkeypatch):
@@ -101,15 +136,49 @@ def test_sampling_is_seeded(trained_model, tmp_path, topk):
     assert len(first) == 100 and all(first)
 
 
-def test_beam_and_ensembles_are_refused(trained_model, tmp_path):
+def test_gnmt_beam_and_ensembles_are_refused(trained_model, tmp_path):
     model_dir, _ = trained_model
-    with pytest.raises(ConfigError, match=r"^decoding\.runtime: ctranslate2 runs method greedy or sample"):
+    with pytest.raises(ConfigError, match=r"^decoding\.runtime: ctranslate2 runs beam search with length_normaliz"):
         DecodeConfig(runtime="ctranslate2").check("decoding")
     src = tmp_path / "src.txt"
     src.write_text("a b\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="one model, not an ensemble of 2"):
+    with pytest.raises(ConfigError, match=r"^decoding\.runtime: ctranslate2 cannot decode an ensemble \(of 2 models\)"):
         config = DecodeConfig(method="greedy", runtime="ctranslate2")
         translate_file([model_dir, model_dir], src, tmp_path / "hyp", config)
+    export = ct2.export_model(model_dir, tmp_path / "ct2")
+    with pytest.raises(
+        ConfigError, match=r"ct2: a CTranslate2 export decodes in CTranslate2, which cannot decode beam"
+    ):
+        translate_file([export], src, tmp_path / "hyp", DecodeConfig(runtime="auto"))
+
+
+@pytest.mark.parametrize(
+    ("options", "models", "runtime", "why"),
+    [
+        ({"method": "greedy"}, 1, "ctranslate2", "one Transformer and greedy, which CTranslate2 runs as torch does"),
+        ({"length_normalization": "ctranslate2"}, 1, "ctranslate2", "one Transformer and beam5"),
+        ({}, 1, "torch", "CTranslate2 cannot decode beam search with length_normalization gnmt"),
+        (
+            {"method": "greedy", "quantization": "int8"},
+            2,
+            "torch",
+            "CTranslate2 cannot decode an ensemble (of 2 models); quantization int8 unused",
+        ),
+    ],
+)
+def test_auto_picks_ctranslate2_where_it_runs_the_search_and_says_why(
+    trained_model, tmp_path, caplog, options, models, runtime, why
+):
+    model_dir, _ = trained_model
+    lines, _ = make_toy_corpus(40, seed=18)
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with caplog.at_level(logging.INFO, logger="nmt.decoding.translation"):
+        auto = _translate([model_dir] * models, src, tmp_path, "auto", runtime="auto", **options)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("runtime auto:")]
+    assert len(said) == 1 and said[0].startswith(f"runtime auto: {runtime} ({why}"), said
+    torch_options = {**options, "quantization": "float32"}
+    assert auto == _translate([model_dir] * models, src, tmp_path, "torch", runtime="torch", **torch_options)
 
 
 def favouring_model(spm_path, ranking: list[int]):

@@ -12,8 +12,9 @@ from conftest import ARCHS, assert_one_line, run_training, tiny_model
 from nmt.atomic import read_lines
 from nmt.config import DecodeConfig, SubwordConfig
 from nmt.data.subword import train_subword
+from nmt.decoding.beam import beam_search
 from nmt.decoding.ensemble import Ensemble, load_ensemble
-from nmt.decoding.search import beam_search, greedy_search
+from nmt.decoding.search import greedy_search
 from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
 from nmt.errors import DataError

@@ -39,6 +39,7 @@ def test_config_modules_do_not_import_torch(tmp_path):
     code = (
         "import nmt.atomic, nmt.config, nmt.config_file, nmt.data.download, nmt.errors, nmt.experiment\n"
         "import nmt.multilingual\n"
+        "import nmt.runtime\n"
         "import nmt.model_config as m\n"
         "m.resolve_model_options({'arch': 'transformer', 'size': 'big'}, 'models.t')\n"
         "m.resolve_model_options({'arch': 'rnn', 'size': 'huge'}, 'models.r')\n"

@@ -3,14 +3,17 @@ from the tiny end-to-end config without running Snakemake."""
 
 import copy
 
+import pytest
 import yaml
 from conftest import REPO
 from snakemake.utils import validate  # the schema call of workflow/rules/common.smk: it fills in the defaults
 
-from nmt.config import ModelMeta
+from nmt.config import DecodeConfig, ModelMeta
 from nmt.config_file import load_experiment
+from nmt.errors import ConfigError
 from nmt.experiment import Run, System
 from nmt.models.seq2seq import build_model
+from nmt.runtime import choose_runtime
 
 TINY = yaml.safe_load((REPO / "tests/integration/config.yaml").read_text())
 SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
@@ -246,3 +249,32 @@ def test_training_stages_resolve_their_data_mix_per_system():
     staged = experiment_of(models={**TINY["models"], "transformer": model}).training("transformer", 1, "de", "bt_beam")
     assert staged.stages == [{"max_steps": 5, "corpus_weights": None}, {"mix": {"multi30k_train": 1.0}}]
     assert experiment.corpus_cleaning("multi30k_train") == experiment.cleaning
+
+
+# runtime auto: which runtime decodes a job.
+GREEDY = DecodeConfig(method="greedy", runtime="auto")
+SHARED_BEAM = DecodeConfig(runtime="auto", length_normalization="ctranslate2")
+
+
+@pytest.mark.parametrize(
+    ("config", "archs", "installed", "runtime", "why"),
+    [
+        (GREEDY, ["transformer"], True, "ctranslate2", "one Transformer and greedy, which CTranslate2 runs as torch"),
+        (SHARED_BEAM, ["transformer"], True, "ctranslate2", "one Transformer and beam5"),
+        (DecodeConfig(runtime="auto"), ["transformer"], True, "torch", "CTranslate2 cannot decode beam search with"),
+        (GREEDY, ["transformer"] * 3, True, "torch", "CTranslate2 cannot decode an ensemble (of 3 models)"),
+        (GREEDY, ["convs2s"], True, "torch", "CTranslate2 cannot decode a convs2s model"),
+        (GREEDY, ["transformer"], False, "torch", "ctranslate2 is not installed"),
+        (DecodeConfig(method="greedy"), ["rnn"], True, "torch", "runtime torch"),
+    ],
+)
+def test_auto_chooses_ctranslate2_where_it_runs_the_search(config, archs, installed, runtime, why):
+    chosen, reason = choose_runtime(config, archs, installed)
+    assert chosen == runtime and reason.startswith(why), reason
+
+
+def test_runtime_ctranslate2_where_it_cannot_run_the_search_is_one_line_naming_the_key():
+    config = DecodeConfig(method="sample", runtime="ctranslate2")
+    with pytest.raises(ConfigError, match=r"^backtranslation\.variants\.bt\.generation\.runtime: ctranslate2 cannot"):
+        choose_runtime(config, ["rnn"], True, "backtranslation.variants.bt.generation")
+    assert choose_runtime(config, ["transformer"], False) == ("ctranslate2", "runtime ctranslate2")

@@ -6,15 +6,8 @@ import pytest
 import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
 
-from nmt.decoding.search import (
-    beam_search,
-    beam_search_nbest,
-    greedy_search,
-    length_penalty,
-    log_softmax_,
-    max_output_lengths,
-    sample_search,
-)
+from nmt.decoding.beam import beam_search, beam_search_nbest, length_penalty, log_softmax_
+from nmt.decoding.search import greedy_search, max_output_lengths, sample_search
 from nmt.models.decoding_state import PerSentence
 from nmt.vocab import BOS, EOS, PAD, UNK
 
@@ -175,6 +168,26 @@ def test_nbest_larger_than_the_beam():
 def test_unknown_stopping_rule():
     with pytest.raises(ValueError, match="stop: 'sometimes' is not one of 'exact', 'first_k', 'never'"):
         beam_search(tiny_model("rnn", V), sources(), stop="sometimes")
+
+
+@pytest.mark.parametrize(("alpha", "max_len_a", "max_len_b"), [(0.0, 1.5, 10), (1.0, 1.5, 10), (1.0, 0.0, 2)])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ctranslate2_rules_with_beam_size_one_are_greedy_search(arch, alpha, max_len_a, max_len_b):
+    """CTranslate2's last step ends its one candidate as it is, where greedy search's forced EOS follows it (the
+    limit 2 ends every output there); the renormalised log-probabilities and the length penalty leave the argmax
+    alone."""
+    model = tiny_model(arch, V)
+    src = sources()
+    ours = beam_search(model, src, 1, alpha, max_len_a, max_len_b, normalization="ctranslate2")
+    assert ours == greedy_search(model, src, max_len_a, max_len_b)
+
+
+def test_ctranslate2_rules_leave_no_gnmt_rule_to_set():
+    model, src = tiny_model("rnn", V), sources()
+    with pytest.raises(ValueError, match="normalization: 'length' is not one of 'gnmt', 'ctranslate2'"):
+        beam_search(model, src, normalization="length")
+    with pytest.raises(ValueError, match="stop and eos_at_limit are GNMT's rules"):
+        beam_search(model, src, eos_at_limit="free", normalization="ctranslate2")
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -47,7 +47,7 @@ DISTILLED = {
     "distill_part": 2,
     "build_distilled_corpus": 1,
     "binarize_corpus": 1,
-    "export_student": 1,
+    "export_model": 1,
     "translate_export": 1,
     "time_distillation": 1,
     "tabulate_distillation": 1,
@@ -632,9 +632,10 @@ def check_distillation(workdir: Path) -> None:
     pairs = iter(zip(sources, teacher, strict=True))
     assert all(pair in pairs for pair in kept)  # in order: each kept pair is found after the one before
     assert len(kept) == report["synthetic_pairs"] == 400 - sum(report["dropped"].values()) > 0
-    export = workdir / "results/en-de/student/distilled/seed1/ctranslate2/int8"
-    assert (export / "model/model.bin").exists() and (export / "model/src.model").exists()
-    assert len((export / "translations/test_2016_flickr.de").read_text().splitlines()) == 1000
+    export = workdir / "results/en-de/student/distilled/seed1/model/ctranslate2/int8"
+    assert (export / "model.bin").exists() and (export / "src.model").exists()
+    translation = workdir / "results/en-de/student/distilled/seed1/ctranslate2/int8/translations/test_2016_flickr.de"
+    assert len(translation.read_text().splitlines()) == 1000
     table = pd.read_csv(workdir / "results/tables/distillation.csv", dtype={"bleu_gain": str})
     systems = [
         "teacher transformer/baseline/ensemble, torch, beam 3",

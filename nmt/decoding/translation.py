@@ -151,14 +151,16 @@ class Translator:
     threads: int = 1  # torch on the CPU: the process's computing threads, shared by the workers (1 on a GPU)
     workers: int | None = None  # torch on the CPU: batches searched at once (None: torch_search's default)
 
-    def new_search(self) -> Search:
-        """``config.runtime``'s search over the model, with a random generator seeded anew with ``config.seed``:
-        :func:`torch_search`, or :func:`nmt.decoding.ctranslate2.ct2_search`."""
-        if self.config.runtime == "ctranslate2":
+    def new_search(self, nbest: int | None = None) -> Search:
+        """The search of the model's runtime, with a random generator seeded anew with ``config.seed``:
+        :func:`torch_search`, or :func:`nmt.decoding.ctranslate2.ct2_search` (with ``nbest``: beam search's n-best
+        lists)."""
+        translator = getattr(self.model, "translator", None)  # CTranslate2's
+        if translator is not None:
             from nmt.decoding.ctranslate2 import ct2_search
 
-            return ct2_search(self.model.translator, self.src_sp, self.trg_sp, self.config)
-        return torch_search(self)
+            return ct2_search(translator, self.src_sp, self.trg_sp, self.config, nbest)
+        return torch_search(self, nbest)
 
 
 def search_lines(
@@ -211,13 +213,15 @@ def torch_search(translator: Translator, nbest: int | None = None) -> Search:
     import torch
 
     from nmt.data.batches import pad
-    from nmt.decoding.search import beam_search, beam_search_nbest, greedy_search, sample_search
+    from nmt.decoding.beam import beam_search, beam_search_nbest
+    from nmt.decoding.search import greedy_search, sample_search
     from nmt.device import autocast
 
     model, config, device, bf16 = translator.model, translator.config, translator.device, translator.bf16
     threads, workers = translator.threads, translator.workers
     generator = torch.Generator(device=device).manual_seed(config.seed)
     beam = {"beam_size": config.beam_size, "alpha": config.length_penalty, "eos_at_limit": config.eos_at_limit}
+    beam["normalization"] = config.length_normalization
 
     @torch.no_grad()
     def search_batch(batch: SourceBatch) -> list:
@@ -319,14 +323,14 @@ def translate_nbest(
     output's subwords and EOS) divided by the length penalty. An empty line gives one entry
     ``("", 0.0, 0.0)``; otherwise the policies of :func:`translate_lines` (``count``: of the best translations).
     """
-    search = torch_search(translator, nbest)
+    search = translator.new_search(nbest)
     tally = LimitCount() if count is None else count
     tally.outputs += len(lines)
     result: list[list[tuple[str, float, float]]] = [[("", 0.0, 0.0)] for _ in lines]
     for chunk, limits, out in search_lines(translator, lines, search, name, first_line):
-        tally.add([hyps[0].ids if hyps else [] for hyps in out], limits)
-        for i, hyps in zip(chunk, out, strict=True):
-            result[i] = [(translator.trg_sp.decode(h.ids), h.score, h.logprob) for h in hyps]
+        tally.add([hyps[0][0] if hyps else [] for hyps in out], limits)
+        for i, hyps in zip(chunk, out, strict=True):  # (ids, score, logprob) each
+            result[i] = [(translator.trg_sp.decode(ids), score, logprob) for ids, score, logprob in hyps]
     if count is None:
         tally.log(name, translator.config)
     return result
@@ -360,7 +364,8 @@ def load_decoding(
     threads: int | None = None,
     workers: int | None = None,
 ) -> Translator:
-    """The :class:`Translator` of ``config.runtime``: its model with its subword models and search settings.
+    """The :class:`Translator` of ``config.runtime`` (``auto``: :func:`resolve_runtime`): its model with its subword
+    models and search settings.
 
     torch loads model directories (several as an ensemble, :func:`nmt.decoding.ensemble.load_ensemble`) and searches
     with :func:`torch_search`; ctranslate2 loads one CTranslate2 export, or one model directory exported at start-up
@@ -372,10 +377,10 @@ def load_decoding(
         None: :func:`decoding_threads`, the CPUs this process may use unless ``OMP_NUM_THREADS`` says otherwise
     :param workers: torch on the CPU: batches searched at once, each by ``threads / workers`` threads (None: greedy
         search one per thread, at most :data:`nmt.config.AUTO_WORKERS`, other searches 1; see :func:`torch_search`)
-    :raises ConfigError: for ctranslate2 with an ensemble or beam search (or, from the export, another architecture)
+    :raises ConfigError: for ctranslate2 with an ensemble, another architecture or GNMT's beam search
     """
     threads, source = decoding_threads(threads)
-    if config.runtime == "torch":
+    if resolve_runtime(model_dirs, config) == "torch":
         import torch
 
         from nmt.decoding.ensemble import load_ensemble
@@ -388,17 +393,37 @@ def load_decoding(
         if dev.type == "cpu":
             _log_threads(threads, source)
         return Translator(model, src_sp, trg_sp, config, dev, bf16, cpu_threads, workers)
-    if len(model_dirs) > 1:
-        raise ConfigError(f"runtime ctranslate2 decodes with one model, not an ensemble of {len(model_dirs)}")
-    config.check("decoding")  # refuses beam search before the model loads
     from nmt.decoding.ctranslate2 import ct2_device, load_ctranslate2
 
     # CTranslate2's own default is 4 threads, whatever the machine.
     ct2_dev = ct2_device(device)
-    model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], ct2_dev, threads)
+    model, src_sp, trg_sp = load_ctranslate2(model_dirs[0], ct2_dev, threads, config.quantization, bf16)
     if ct2_dev == "cpu":
         _log_threads(threads, source)
     return Translator(model, src_sp, trg_sp, config)
+
+
+def resolve_runtime(model_dirs: list[str | Path], config: DecodeConfig) -> str:
+    """The runtime that decodes with ``model_dirs`` (model directories or CTranslate2 exports) and ``config``:
+    ``config.runtime``, or for ``auto`` what :func:`nmt.runtime.choose_runtime` picks, logged with the
+    reason in one line. An export decodes in CTranslate2 only.
+
+    :raises ConfigError: for ctranslate2 (or an export) where CTranslate2 cannot run the search, as torch does
+    """
+    from nmt.model_dir import EXPORT_FILE, read_arch
+    from nmt.runtime import choose_runtime, ctranslate2_installed, why_not_ctranslate2
+
+    if config.runtime == "torch":
+        return "torch"
+    archs = [read_arch(model_dir) for model_dir in model_dirs]
+    export = next((Path(d) for d in model_dirs if (Path(d) / EXPORT_FILE).is_file()), None)
+    why = why_not_ctranslate2(config, archs)
+    if export is not None and config.runtime == "auto" and why:
+        raise ConfigError(f"{export}: a CTranslate2 export decodes in CTranslate2, which cannot decode {why}")
+    runtime, reason = choose_runtime(config, archs, ctranslate2_installed() or export is not None)
+    if config.runtime == "auto":
+        log.info("runtime auto: %s (%s)", runtime, reason)
+    return runtime
 
 
 def _log_threads(threads: int, source: str) -> None:

@@ -90,10 +90,11 @@ checkpoint split_monolingual:
         "../scripts/split_monolingual.py"
 
 
-# Back-translate one part with the reverse model (beam, greedy or sampling, per variant).
+# Back-translate one part with the reverse model (beam, greedy or sampling, per variant; in CTranslate2 on its export
+# where the variant's runtime says so).
 rule backtranslate_part:
     input:
-        models=["results/{src}-{trg}/backtranslation/reverse/model.pt"],
+        models=get_generation_models("results/{src}-{trg}/backtranslation/reverse/model.pt"),
         src="results/{src}-{trg}/backtranslation/parts/{part}.{trg}",
     output:
         hyp="results/{src}-{trg}/backtranslation/{variant}/parts/{part}.{src}",
@@ -214,7 +215,7 @@ rule train_round_model:
 # Translate one part of the source-language sample with a later round's forward model (the variant's search).
 use rule backtranslate_part as forward_translate_part with:
     input:
-        models=["results/{src}-{trg}/backtranslation/{variant}/round{round}/forward/model.pt"],
+        models=get_generation_models("results/{src}-{trg}/backtranslation/{variant}/round{round}/forward/model.pt"),
         src="results/{src}-{trg}/backtranslation/source_parts/{part}.{src}",
     output:
         hyp="results/{src}-{trg}/backtranslation/{variant}/round{round}/forward_corpus/parts/{part}.{trg}",
@@ -242,7 +243,7 @@ use rule build_synthetic_corpus as build_forward_corpus with:
 # Back-translate one part of the target-language sample again, with a later round's reverse model.
 use rule backtranslate_part as backtranslate_round_part with:
     input:
-        models=["results/{src}-{trg}/backtranslation/{variant}/round{round}/reverse/model.pt"],
+        models=get_generation_models("results/{src}-{trg}/backtranslation/{variant}/round{round}/reverse/model.pt"),
         src="results/{src}-{trg}/backtranslation/parts/{part}.{trg}",
     output:
         hyp="results/{src}-{trg}/backtranslation/{variant}/round{round}/parts/{part}.{src}",

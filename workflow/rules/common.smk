@@ -5,6 +5,7 @@ import dataclasses
 import os
 import sys
 
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
 from nmt.atomic import remove_stale_temp_files
@@ -12,6 +13,7 @@ from nmt.config_file import check_config, load_experiment
 from nmt.data.download import MIRROR_ENV, local_file
 from nmt.errors import ConfigError
 from nmt.experiment import BASELINE, DISTILLED, SYNTHETIC, Run
+from nmt.runtime import choose_runtime, ctranslate2_installed
 from nmt.multilingual import MULTILINGUAL, PIVOT, ZERO_SHOT
 
 
@@ -294,6 +296,41 @@ def get_teacher_files(wildcards):
     return seed_files(get_pair(wildcards), KD.teacher, KD.teacher_stage, EXPERIMENT.seeds)
 
 
+def jobs_import_ctranslate2():
+    """Whether the decoding jobs can import ctranslate2, which runtime auto needs to pick CTranslate2: with --sdm
+    conda they run in envs/nmt.yaml, which has it; else in the environment that runs Snakemake (a cluster job starts
+    `python -m snakemake` from it)."""
+    return DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method or ctranslate2_installed()
+
+
+def decoding_files(models, arch, decoding):
+    """A decoding job's model files: ``models`` (model.pt, several: an ensemble) of architecture ``arch``, or, when
+    the runtime of its search ``decoding`` is ctranslate2 or auto picks it (nmt.runtime.choose_runtime), the
+    CTranslate2 export of its one model with the search's weights, which export_model writes once for every job."""
+    runtime, _ = choose_runtime(decoding, [arch] * len(models), jobs_import_ctranslate2())
+    if runtime == "torch":
+        return models
+    return [f"{os.path.dirname(models[0])}/ctranslate2/{decoding.quantization}/model.bin"]
+
+
+def get_test_models(wildcards):
+    """Input function of translate_test: its run's models, or their export (decoding_files)."""
+    model = get_model(wildcards)
+    return decoding_files(get_run_files("model.pt")(wildcards), model.arch, EXPERIMENT.test_decoding(model.name))
+
+
+def get_generation_models(path):
+    """Input function of a back-translation job (of round 1 or a later one): the model.pt at ``path`` (with the job's
+    wildcards), or its export (decoding_files) when the variant's search of the part runs in CTranslate2."""
+    return lambda w: decoding_files(expand(path, **w), BT.reverse.arch, EXPERIMENT.generation(w.variant, w.part))
+
+
+def get_teacher_models(wildcards):
+    """Input function of distill_part: the teacher's model files, or its export (decoding_files)."""
+    teacher = EXPERIMENT.models[KD.teacher].arch
+    return decoding_files(get_teacher_files(wildcards), teacher, distill_generation(wildcards.part))
+
+
 def distillation_row_files(pair, test, row):
     """The files of a row of the distillation table as its decoding job (translate_test, or translate_export for a
     CTranslate2 export) writes and reads them: its translation of ``test``, its model files (the ensemble's, one per
@@ -301,10 +338,11 @@ def distillation_row_files(pair, test, row):
     src, trg = pair.split("-")
     if row.quantization is None:
         hyp = f"results/{pair}/{row.model}/{row.stage}/{row.run}/translations/{test}.{trg}"
-        models = seed_files(pair, row.model, row.stage, EXPERIMENT.run_seeds(row.run))
+        seeds = seed_files(pair, row.model, row.stage, EXPERIMENT.run_seeds(row.run))
+        models = decoding_files(seeds, EXPERIMENT.models[row.model].arch, EXPERIMENT.test_decoding(row.model))
     else:
         hyp = f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/translations/{test}.{trg}"
-        models = [f"results/{pair}/{row.model}/distilled/{row.run}/ctranslate2/{row.quantization}/model/model.bin"]
+        models = [f"results/{pair}/{row.model}/distilled/{row.run}/model/ctranslate2/{row.quantization}/model.bin"]
     src_file, ref = f"results/{pair}/data/eval/{test}.{src}", f"results/{pair}/data/eval/{test}.{trg}"
     return {"hyp": hyp, "models": models, "src": src_file, "ref": ref}
 
@@ -373,14 +411,18 @@ def get_system(wildcards, input):
 
 
 def get_distill_generation(wildcards):
+    return plain(distill_generation(wildcards.part))
+
+
+def distill_generation(part):
     """The teacher's search for one part of the training source (``part``: its name, a number such as ``0003``):
     sampling draws with the generation's seed plus the part's number, so that the parts do not repeat one another's
     draws (as back-translation's parts, Experiment.generation). Beam and greedy search keep the one seed, which they
     do not use, so that their parts are not rerun."""
     generation = KD.generation
     if generation.method != "sample":
-        return plain(generation)
-    return plain(dataclasses.replace(generation, seed=generation.seed + int(wildcards.part)))
+        return generation
+    return dataclasses.replace(generation, seed=generation.seed + int(part))
 
 
 def get_timing_repeats(wildcards):

@@ -29,11 +29,11 @@ checkpoint split_distillation_source:
         "../scripts/split_distillation_source.py"
 
 
-# Translate one part with the teacher (its seeds' models as an ensemble when there are several; sampling with the
-# part's own seed).
+# Translate one part with the teacher (its seeds' models as an ensemble when there are several, else its export where
+# the runtime picks CTranslate2; sampling with the part's own seed).
 rule distill_part:
     input:
-        models=get_teacher_files,
+        models=get_teacher_models,
         src="results/{src}-{trg}/distillation/parts/{part}.{src}",
     output:
         hyp="results/{src}-{trg}/distillation/teacher/{part}.{trg}",
@@ -78,28 +78,11 @@ rule build_distilled_corpus:
         "../scripts/build_distilled_corpus.py"
 
 
-# Export a distilled student to CTranslate2 with one weight type (float32, int8, ...).
-rule export_student:
-    input:
-        model="results/{src}-{trg}/{model}/distilled/seed{seed}/model/model.pt",
-    output:
-        model="results/{src}-{trg}/{model}/distilled/seed{seed}/ctranslate2/{quantization}/model/model.bin",
-    log:
-        "results/logs/export_student/{src}-{trg}.{model}.seed{seed}.{quantization}.log",
-    resources:
-        mem_mb=per_attempt(4000),
-        runtime=per_attempt(30),
-    conda:
-        "../../envs/nmt.yaml"
-    script:
-        "../scripts/export_student.py"
-
-
-# Translate one test set with a student's CTranslate2 export, with the students' search (the table's time of it is
+# Translate one test set with a student's CTranslate2 export (export_model), with the students' search (the table's time of it is
 # time_distillation's).
 rule translate_export:
     input:
-        models=["results/{src}-{trg}/{model}/distilled/seed{seed}/ctranslate2/{quantization}/model/model.bin"],
+        models=["results/{src}-{trg}/{model}/distilled/seed{seed}/model/ctranslate2/{quantization}/model.bin"],
         src="results/{src}-{trg}/data/eval/{test}.{src}",
     output:
         hyp="results/{src}-{trg}/{model}/distilled/seed{seed}/ctranslate2/{quantization}/translations/{test}.{trg}",

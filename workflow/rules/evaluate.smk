@@ -9,11 +9,30 @@ localrules:
     plot_comparison,
 
 
-# Translate one test set with one run's model (or the ensemble of all seeds' models), detokenize, and record the
-# device and precision that decoded it.
+# Export a trained Transformer's model directory to CTranslate2 with one weight type (float32, int8), once: every
+# job that decodes with the model in CTranslate2 reads it (decoding_files), the test sets', back-translation's and the
+# teacher's, and the distillation table's students.
+rule export_model:
+    input:
+        model="results/{path}/model.pt",
+    output:
+        model="results/{path}/ctranslate2/{quantization}/model.bin",
+    log:
+        "results/logs/export_model/{path}.{quantization}.log",
+    resources:
+        mem_mb=per_attempt(4000),
+        runtime=per_attempt(30),
+    conda:
+        "../../envs/nmt.yaml"
+    script:
+        "../scripts/export_model.py"
+
+
+# Translate one test set with one run's model (or the ensemble of all seeds' models; or its CTranslate2 export, when
+# runtime auto picks CTranslate2), detokenize, and record the device and precision that decoded it.
 rule translate_test:
     input:
-        models=get_run_files("model.pt"),
+        models=get_test_models,
         src="results/{src}-{trg}/data/eval/{test}.{src}",
     output:
         hyp="results/{src}-{trg}/{model}/{stage}/{run}/translations/{test}.{trg}",

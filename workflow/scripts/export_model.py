@@ -1,4 +1,4 @@
-"""Rule export_student: a distilled student's model directory as a CTranslate2 export with one weight type."""
+"""Rule export_model: a trained Transformer's model directory as a CTranslate2 export with one weight type."""
 
 from pathlib import Path
 
