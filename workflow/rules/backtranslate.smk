@@ -90,8 +90,7 @@ checkpoint split_monolingual:
         "../scripts/split_monolingual.py"
 
 
-# Back-translate one part with the reverse model (beam, greedy or sampling, per variant; in CTranslate2 on its export
-# where the variant's runtime says so).
+# Back-translate one part with the reverse model (beam, greedy or sampling, per variant; CTranslate2: its export).
 rule backtranslate_part:
     input:
         models=get_generation_models("results/{src}-{trg}/backtranslation/reverse/model.pt"),

@@ -66,20 +66,22 @@ def defined(key, name, names):
     return name
 
 
-# Keys that config dataclasses gained after runs were made, left out of a param while unset (None), so that the jobs
-# of those runs keep their params and a finished run reruns nothing: TrainConfig.temperature and ModelMeta.directions
-# (multilingual systems).
-UNSET_KEYS_LEFT_OUT = ("temperature", "directions")
+# Keys that config dataclasses gained after runs were made, left out of a param while at their default, so that the
+# jobs of those runs keep their params and a finished run reruns nothing: TrainConfig.temperature and
+# ModelMeta.directions (multilingual systems), DecodeConfig.length_normalization and quantization (CTranslate2).
+KEYS_LEFT_OUT_AT_DEFAULT = ("temperature", "directions", "length_normalization", "quantization")
 
 
 def plain(value):
     """A config dataclass as a plain dict, the form of every settings param: Snakemake records plain params and
     reruns the jobs whose params changed, but skips objects it cannot represent (a changed setting would keep a
-    stale result). Scripts build the dataclass again with nmt.config.from_dict (an unset key left out is its
-    default)."""
+    stale result). Scripts build the dataclass again with nmt.config.from_dict (a key left out is its default)."""
     if not dataclasses.is_dataclass(value):
         return value
-    return {k: v for k, v in dataclasses.asdict(value).items() if v is not None or k not in UNSET_KEYS_LEFT_OUT}
+    defaults = {f.name: f.default for f in dataclasses.fields(value)}
+    return {
+        k: v for k, v in dataclasses.asdict(value).items() if k not in KEYS_LEFT_OUT_AT_DEFAULT or v != defaults[k]
+    }
 
 
 def ask(question, *names):

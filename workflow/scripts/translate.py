@@ -1,5 +1,5 @@
-"""Rules translate_test, backtranslate_part (and its rounds'), distill_part and translate_export: translate one file
-with a model, an ensemble of models, or a CTranslate2 export (translate_test also records the device and precision).
+"""Rules translate_test, backtranslate_part, distill_part and translate_export: translate one file with a model, an
+ensemble of models, or a CTranslate2 export (translate_test also records the device and precision that decoded it).
 An export's process never imports torch (nmt.decoding imports it for the torch runtime only), so that
 the job's time is a deployment's."""
 
