@@ -160,7 +160,7 @@ rule translate_multilingual:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate_multilingual.py"
+        "../scripts/translate_row.py"
 
 
 # One step of a pivot cascade: translate a pair's test set (the first step) or the step before's translation into the
@@ -188,7 +188,7 @@ rule translate_pivot:
     conda:
         "../../envs/nmt.yaml"
     script:
-        "../scripts/translate_pivot.py"
+        "../scripts/translate_row.py"
 
 
 # Score a multilingual system's translation as score_translations scores a bilingual one; its cost is its model's.

@@ -1,5 +1,6 @@
-"""Rule translate_pivot: one step of a pivot cascade: translate the test set, or the step before's translation
-(normalized as the model's training sources were), with a bilingual model, and record the device and precision."""
+"""Rules translate_multilingual and translate_pivot: translate a test set with a multilingual model (or the ensemble of
+its seeds; the target language's tag first on every source), or one step of a pivot cascade (the test set, or the
+step before's translation, normalized as the model's training sources were); record the device and precision."""
 
 from pathlib import Path
 
@@ -19,5 +20,5 @@ with entry_point(snakemake.log[0]):
         bf16=snakemake.params.bf16,
         threads=snakemake.threads,
         record_path=snakemake.output.decoding,
-        normalize=snakemake.params.normalize,
+        **{key: getattr(snakemake.params, key) for key in ("trg_lang", "normalize") if key in snakemake.params.keys()},
     )
