@@ -67,9 +67,12 @@ def defined(key, name, names):
 
 
 # Keys that config dataclasses gained after runs were made, left out of a param while at their default, so that the
-# jobs of those runs keep their params and a finished run reruns nothing: TrainConfig.temperature and
-# ModelMeta.directions (multilingual systems), DecodeConfig.length_normalization and quantization (CTranslate2).
-KEYS_LEFT_OUT_AT_DEFAULT = ("temperature", "directions", "length_normalization", "quantization")
+# jobs of those runs keep their params and a finished run reruns nothing (by the dataclass's name).
+KEYS_LEFT_OUT_AT_DEFAULT = {
+    "TrainConfig": ("temperature",),  # multilingual systems
+    "ModelMeta": ("directions",),  # multilingual systems
+    "DecodeConfig": ("length_normalization", "quantization"),  # CTranslate2's beam search and weights
+}
 
 
 def plain(value):
@@ -78,10 +81,9 @@ def plain(value):
     stale result). Scripts build the dataclass again with nmt.config.from_dict (a key left out is its default)."""
     if not dataclasses.is_dataclass(value):
         return value
+    left_out = KEYS_LEFT_OUT_AT_DEFAULT.get(type(value).__name__, ())
     defaults = {f.name: f.default for f in dataclasses.fields(value)}
-    return {
-        k: v for k, v in dataclasses.asdict(value).items() if k not in KEYS_LEFT_OUT_AT_DEFAULT or v != defaults[k]
-    }
+    return {k: v for k, v in dataclasses.asdict(value).items() if k not in left_out or v != defaults[k]}
 
 
 def ask(question, *names):
