@@ -93,7 +93,9 @@ def test_every_rule_that_trains_or_generates_asks_for_a_gpu_in_both_cluster_prof
     times (time_distillation)."""
     tiny_config(tmp_path, AUTO)
     scripts = parsed_workflow(tmp_path)["scripts"]
-    gpu_rules = {rule for rule, script in scripts.items() if script in ("translate.py", "translate_row.py", "train_model.py")}
+    gpu_rules = {
+        rule for rule, script in scripts.items() if script in ("translate.py", "translate_row.py", "train_model.py")
+    }
     assert {"distill_part", "forward_translate_part", "backtranslate_round_part", "train_round_model"} < gpu_rules
     assert {"train_multilingual_model", "translate_multilingual", "translate_pivot"} < gpu_rules
     gpu_rules.discard("translate_export")
