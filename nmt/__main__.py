@@ -12,6 +12,7 @@ import sys
 from contextlib import nullcontext
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import get_args
 
 from nmt.config import AUTO_WORKERS, DecodeConfig, from_dict
 from nmt.entry import entry_point
@@ -217,7 +218,7 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--method",
         default=None,
-        choices=["beam", "greedy", "sample"],
+        choices=decoding_choices("method"),
         help=f"search (default: {search.method}; greedy with --runtime ctranslate2)%(default).0s",
     )
     p.add_argument("--beam-size", type=positive_int, default=search.beam_size, help="beam: hypotheses kept per step")
@@ -236,17 +237,22 @@ def add_search_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--eos-at-limit",
         default=search.eos_at_limit,
-        choices=["charged", "free"],
+        choices=decoding_choices("eos_at_limit"),
         help="beam: the EOS forced at the output limit adds its log-probability (charged, as fairseq does) or "
         "nothing (free, as CTranslate2, to compare with it)",
     )
     p.add_argument(
         "--length-normalization",
         default=search.length_normalization,
-        choices=["gnmt", "ctranslate2"],
+        choices=decoding_choices("length_normalization"),
         help="beam: divide by ((5 + |Y|) / 6)^alpha (gnmt) or by |Y|^alpha with CTranslate2's rules (ctranslate2), "
         "which --runtime ctranslate2 runs too",
     )
+
+
+def decoding_choices(key: str) -> list[str]:
+    """The values of a ``decoding`` key, as :class:`nmt.config.DecodeConfig` declares them (one home)."""
+    return list(get_args(DecodeConfig.__annotations__[key]))
 
 
 def add_translate_command(commands: Commands) -> None:
@@ -293,7 +299,7 @@ def add_translate_command(commands: Commands) -> None:
     p.add_argument(
         "--runtime",
         default=DecodeConfig.runtime,
-        choices=["torch", "ctranslate2", "auto"],
+        choices=decoding_choices("runtime"),
         help="ctranslate2: search in CTranslate2 (greedy, sample, or beam with --length-normalization ctranslate2), "
         "on a CTranslate2 export or on an export of the model directory made at start-up (float32 output equals "
         "torch's); auto: CTranslate2 where it is installed and runs the search over the models, else torch",
@@ -301,7 +307,7 @@ def add_translate_command(commands: Commands) -> None:
     p.add_argument(
         "--quantization",
         default=DecodeConfig.quantization,
-        choices=["float32", "int8"],
+        choices=decoding_choices("quantization"),
         help="CTranslate2: the weights of the export made at start-up (int8: faster, not float32's output)",
     )
     p.add_argument(
