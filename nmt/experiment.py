@@ -62,7 +62,10 @@ class Model:
 
     @property
     def size(self) -> str:
-        return self.options.get("size", "")
+        """The size as the tables name it: the named size, then each architecture key written beside it, e.g.
+        ``small, d_model 128, ff_dim 512`` (a label that says ``small`` of a changed model would mislead)."""
+        keys = [f"{key} {value}" for key, value in self.options.items() if key not in ("arch", "size")]
+        return ", ".join([self.options["size"], *keys] if "size" in self.options else keys)
 
     @property
     def settings(self) -> dict[str, Any]:

@@ -102,6 +102,7 @@ def test_models_with_their_training():
     assert t.options == {"arch": "transformer", "size": "tiny", "d_model": 32}  # what training builds it from
     assert t.training.lr == 0.01 and t.training.max_steps == 40  # its own key, and the shared training section
     assert r.training.lr == 0.002 and r.size == "tiny"
+    assert t.size == "tiny, d_model 32"  # the tables' label says what was changed beside the named size
     settings = experiment.model_settings("t")  # every setting resolved: a changed size default reruns training
     assert settings["arch"] == "transformer" and (settings["d_model"], settings["n_heads"]) == (32, 2)
     assert build_model(settings, 50, 50, True).spec == build_model(t.options, 50, 50, True).spec
