@@ -51,13 +51,13 @@ class Setup:
 
 
 # What each ``--size`` changes in Setup, for every system alike. "small" is the pipeline's default model:
-# config.yaml's transformer (preset small of nmt/model_config.py, pre-norm, dropout 0.1) with config.yaml's
-# training batch_tokens, lr and warmup_steps (tests/test_benchmarks.py checks both); every system decays the
+# config.yaml's transformer (preset small of nmt/model_config.py at half its width, pre-norm, dropout 0.1) with
+# config.yaml's training batch_tokens, lr and warmup_steps (tests/test_benchmarks.py checks both); every system decays the
 # rate with the inverse square root, which all of them implement (config.yaml's linear decay: not all do).
 SIZES: dict[str, dict] = {
     "tiny": {},
     "small": {
-        "enc_layers": 3, "dec_layers": 3, "d_model": 256, "heads": 4, "ff_dim": 1024,
+        "enc_layers": 3, "dec_layers": 3, "d_model": 128, "heads": 4, "ff_dim": 512,
         "batch_tokens": 512, "lr": 1e-3, "warmup": 100,
     },
 }  # fmt: skip
