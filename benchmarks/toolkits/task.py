@@ -52,8 +52,8 @@ class Setup:
 
 # What each ``--size`` changes in Setup, for every system alike. "small" is the pipeline's default model:
 # config.yaml's transformer (preset small of nmt/model_config.py at half its width, pre-norm, dropout 0.1) with
-# config.yaml's training batch_tokens, lr and warmup_steps (tests/test_benchmarks.py checks both); every system decays the
-# rate with the inverse square root, which all of them implement (config.yaml's linear decay: not all do).
+# config.yaml's training batch_tokens, lr and warmup_steps (tests/test_benchmarks.py checks both); every system
+# decays the rate with the inverse square root, which all of them implement (config.yaml's linear decay: not all do).
 SIZES: dict[str, dict] = {
     "tiny": {},
     "small": {
