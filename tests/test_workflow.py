@@ -443,7 +443,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
         *["parallel+bt (sample-top5, tagged, 2 iterations)"] * 3,
     ]
     assert list(table["arch"]) == [m.replace("student", "transformer") for m in table["model"]]
-    assert set(table["size"]) == {"tiny"}
+    # The student sets d_model beside its size: its label says so.
+    assert list(table["size"]) == ["tiny, d_model 32" if m == "student" else "tiny" for m in table["model"]]
     assert set(table["pair"]) == {"en-de"} and set(table["testset"]) == {"test_2016_flickr"}
     # 40 updates of a tiny model: scores are low, some systems may output nothing useful at all.
     assert table["bleu"].between(0, 100).all() and table["chrf"].between(0, 100).all() and table["chrf"].max() > 0
