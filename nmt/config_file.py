@@ -315,6 +315,7 @@ def parse_backtranslation(
         chunk_lines=section["chunk_lines"],
         seed=section["seed"],
         iterations=section["iterations"],
+        sentence_form=section["sentence_form"],
     )
 
 

@@ -111,6 +111,7 @@ class Backtranslation:
     chunk_lines: int
     seed: int
     iterations: int = 1
+    sentence_form: bool = False
 
     @property
     def later_rounds(self) -> list[int]:

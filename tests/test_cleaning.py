@@ -10,6 +10,7 @@ from conftest import MIRROR, assert_one_line
 
 from nmt.config import CleanConfig
 from nmt.data.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_set
+from nmt.data.filters import in_sentence_form
 from nmt.data.normalize import Normalizer, moses_punct_normalizer
 from nmt.data.rawtext import open_text
 from nmt.errors import DataError
@@ -364,6 +365,40 @@ def test_source_side_cleaning_drops_the_training_sources(tmp_path: Path) -> None
     assert report["kept"] == 1 and json.loads((tmp_path / "r.json").read_text()) == report
     target_side = clean_monolingual([mono], tmp_path / "o.en", tmp_path / "r.json", config, "en", [dev])
     assert "in_train" not in target_side["dropped"] and target_side["kept"] == 3
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Ein Mann fährt Fahrrad.", True),
+        ("ein Mann fährt Fahrrad.", False),  # lowercase start
+        ("Ein Mann fährt Fahrrad", False),  # no final punctuation
+        ("Fährt der Mann Fahrrad?", True),
+        ('„Halt!", ruft der Mann."', True),  # closing quotes after the full stop
+        ("Ein Mann (mit Helm).)", True),
+        ("3 Männer fahren Rad.", True),  # digits begin sentences too
+        ("Ein Mann fährt Fahrrad,", False),
+        ("一个男人在骑自行车。", True),  # no case: the punctuation alone decides
+        ("一个男人在骑自行车", False),
+        ('"', False),
+    ],
+)
+def test_in_sentence_form(line: str, expected: bool) -> None:
+    assert in_sentence_form(line) is expected
+
+
+def test_clean_monolingual_sentence_form(tmp_path: Path) -> None:
+    """With sentence_form, the lines not written as sentences (Multi30k task 2's German has a quarter of them) are
+    dropped and counted after the sentence filters and before in_eval; without it, the filter is not in the report."""
+    lines = ["Ein Hund rennt.", "ein hund rennt", "Zwei Katzen schlafen", "Ein Mann geht.", "", "Ein Vogel singt!"]
+    mono = write_lines(tmp_path / "mono.de", lines)
+    dev = write_lines(tmp_path / "dev.de", ["Ein Mann geht."])
+    config = CleanConfig()
+    report = clean_monolingual([mono], tmp_path / "o.de", tmp_path / "r.json", config, "de", [dev], sentence_form=True)
+    assert read_lines(tmp_path / "o.de") == ["Ein Hund rennt.", "Ein Vogel singt!"]
+    assert {k: v for k, v in report["dropped"].items() if v} == {"empty": 1, "sentence_form": 2, "in_eval": 1}
+    plain = clean_monolingual([mono], tmp_path / "o.de", tmp_path / "r.json", config, "de", [dev])
+    assert "sentence_form" not in plain["dropped"] and plain["kept"] == 4
 
 
 def test_clean_monolingual_sample_is_seeded_and_keeps_order(tmp_path: Path) -> None:

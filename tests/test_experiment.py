@@ -120,6 +120,7 @@ def test_backtranslation_settings():
     experiment = experiment_of(training={**TINY["training"], "threads": 0})  # the reverse model takes the job's
     bt = experiment.backtranslation
     assert bt.models == ("transformer",) and (bt.max_sentences, bt.chunk_lines, bt.seed) == (300, 100, 1)
+    assert bt.sentence_form and not experiment_of(backtranslation={"models": []}).backtranslation.sentence_form
     assert bt.reverse.arch == "transformer" and bt.reverse.options == {"arch": "transformer", "size": "tiny"}
     reverse = experiment.reverse_training("en").on_threads(4)
     assert (reverse.trg_lang, reverse.threads) == ("en", 4)

@@ -502,6 +502,8 @@ def test_tiny_pipeline_end_to_end(tmp_path):
     bt = workdir / "results/en-de/backtranslation"
     mono = json.loads((workdir / "results/en-de/data/mono/mono.report.json").read_text())
     assert mono["kept"] == 300 and mono["lines_in"] == 29000
+    assert mono["dropped"]["sentence_form"] == 5091  # of train.1.de's 29,000 captions, once normalized
+    assert not any(line[0].islower() for line in (workdir / "results/en-de/data/mono/mono.de").read_text().splitlines())
     assert sorted(p.name for p in (bt / "parts").glob("*.de")) == ["0000.de", "0001.de", "0002.de"]
     # Each training set encoded once: the parallel data both ways, each variant's real + synthetic corpora.
     synthetic = len((bt / "bt_sample_tagged/synthetic.en").read_text().splitlines())

@@ -32,9 +32,10 @@ log = logging.getLogger(__name__)
 # The filters that need the whole corpus, in the order they are tried (see CorpusFilter).
 CORPUS_FILTERS = ("in_eval", "duplicate")
 FILTERS = (*PAIR_FILTERS, *CORPUS_FILTERS, "max_pairs")
-# in_train: a source-language sentence of the training corpora, which a forward model would translate back into its
-# own training target (iterative back-translation; see clean_monolingual).
-MONO_FILTERS = (*SENTENCE_FILTERS, "in_eval", "in_train", "duplicate", "max_sentences")
+# sentence_form: a line not written as a sentence (nmt.data.filters.in_sentence_form), when asked for; in_train: a
+# source-language sentence of the training corpora, which a forward model would translate back into its own training
+# target (iterative back-translation). See clean_monolingual.
+MONO_FILTERS = (*SENTENCE_FILTERS, "sentence_form", "in_eval", "in_train", "duplicate", "max_sentences")
 # Pairs per chunk handed to a worker process.
 CHUNK_PAIRS = 5000
 
@@ -333,13 +334,15 @@ def clean_monolingual(
     seed: int = 1,
     sources: list[str] | None = None,
     exclude_train: list[str | Path] = (),
+    sentence_form: bool = False,
 ) -> dict:
     """Normalize and filter monolingual corpora into one file, e.g. target-language text to back-translate.
 
     Sentences are normalized like parallel data and dropped by the first matching filter of the same
     chain: the sentence filters of :class:`nmt.data.filters.SentenceFilter` (``invalid_utf8``, ``empty``,
-    ``ansi_code``, ``too_short``, ``too_long``: ``config`` token limits), ``in_eval`` (the sentence, once
-    normalized, is a line of an ``exclude`` file: dev and test references must not leak into
+    ``ansi_code``, ``too_short``, ``too_long``: ``config`` token limits), ``sentence_form`` (a line that
+    :func:`nmt.data.filters.in_sentence_form` rejects; counted only when ``sentence_form``), ``in_eval`` (the
+    sentence, once normalized, is a line of an ``exclude`` file: dev and test references must not leak into
     training), ``in_train`` (a line of an ``exclude_train`` file: source-language text that a forward model
     would translate into its own training targets, copies of the real pairs; counted only when
     ``exclude_train`` is given), ``duplicate`` (if ``config.dedup``), ``max_sentences`` (a uniform random
@@ -352,6 +355,7 @@ def clean_monolingual(
     :param lang: language code, for punctuation normalization
     :param exclude: files whose (normalized) lines are removed
     :param exclude_train: the training corpora's files of ``lang``, whose (normalized) lines are removed
+    :param sentence_form: drop the lines not written as sentences (lowercase start, no final punctuation)
     :param max_sentences: keep at most this many sentences; None keeps all
     :param seed: seed of the sample
     :param sources: the user's files as configured (URLs or paths), one per input, named in messages
@@ -362,12 +366,14 @@ def clean_monolingual(
     sources = sources or [str(p) for p in inputs]
     held_out = _eval_digests(exclude, (lang, lang), config)
     train = _train_digests(exclude_train, lang, config) if exclude_train else None
-    dropped = {name: 0 for name in MONO_FILTERS if name != "in_train" or train is not None}
+    optional = {"in_train": train is not None, "sentence_form": sentence_form}
+    dropped = {name: 0 for name in MONO_FILTERS if optional.get(name, True)}
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     # The sentences that pass go to a temp file, so that memory holds only the sampled positions.
     with tempfile.TemporaryFile("w+", encoding="utf-8", dir=Path(output).parent) as passed_f:
         corpus_filter = CorpusFilter(held_out, config.dedup, train)
-        lines_in, passed = _filter_monolingual(inputs, sources, passed_f, lang, corpus_filter, config, dropped)
+        line_filter = SentenceFilter(config, lang, sentence_form)
+        lines_in, passed = _filter_monolingual(inputs, sources, passed_f, line_filter, corpus_filter, config, dropped)
         names = ", ".join(file_name(path, source) for path, source in zip(inputs, sources, strict=True))
         if lines_in == 0:
             raise DataError(f"{names}: corpus is empty")
@@ -391,14 +397,13 @@ def _filter_monolingual(
     inputs: list[str | Path],
     sources: list[str],
     out: IO[str],
-    lang: str,
+    sentence_filter: SentenceFilter,
     corpus_filter: CorpusFilter,
     config: CleanConfig,
     dropped: dict,
 ) -> tuple[int, int]:
     """Write the normalized sentences of ``inputs`` that pass the filters to ``out``, counting drops in
     ``dropped``; return the lines read and the sentences passed."""
-    sentence_filter = SentenceFilter(config, lang)
     lines_in = passed = 0
     for path, source in zip(inputs, sources, strict=True):
         file_lines = file_invalid = 0

@@ -24,12 +24,29 @@ PAIR_FILTERS = (*SENTENCE_FILTERS, "long_token", "ratio", "copy", "alpha", "lang
 # A terminal colour code (SGR, e.g. ``[31m``, ``[1;32m``) whose ESC byte was removed as a control character:
 # text copied from a terminal or a log, not a sentence.
 ANSI_CODE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
+# What ends a sentence (Latin, Greek, Cyrillic, CJK, Arabic, Devanagari, Armenian, Ethiopic scripts), and the closing
+# quotes and brackets that may follow it.
+SENTENCE_END = frozenset(".!?…。！？؟۔।॥։።")
+CLOSING = frozenset("\"'»«”’」』)]）")
 
 
 def alpha_share(line: str) -> float:
     """Share of letters (Unicode category L*) among the non-space characters of ``line``."""
     chars = "".join(line.split())
     return sum(map(str.isalpha, chars)) / len(chars) if chars else 0.0
+
+
+def in_sentence_form(line: str) -> bool:
+    """Whether ``line`` is written as a sentence: it does not begin with a lowercase letter (scripts without case
+    pass) and ends in sentence-final punctuation (:data:`SENTENCE_END`), closing quotes and brackets aside.
+
+    Monolingual text written by crowd workers or scraped from the web has many lines in neither form (a quarter
+    of Multi30k task 2's German, almost none of task 1's translations), and back-translation teaches the target
+    side of its pairs to the model; what dropping them gave on dev: benchmarks/README.md, "The Transformer's
+    width at equal minutes".
+    """
+    end = line.rstrip("".join(CLOSING))
+    return bool(end) and not line[0].islower() and end[-1] in SENTENCE_END
 
 
 class LanguageCheck:
@@ -66,11 +83,13 @@ class LanguageCheck:
 
 
 class SentenceFilter:
-    """Normalize a raw sentence and name the first filter of :data:`SENTENCE_FILTERS` that drops it."""
+    """Normalize a raw sentence and name the first filter of :data:`SENTENCE_FILTERS` that drops it, then
+    ``sentence_form`` if asked for (:func:`in_sentence_form`; monolingual text only)."""
 
-    def __init__(self, config: CleanConfig, lang: str):
+    def __init__(self, config: CleanConfig, lang: str, sentence_form: bool = False):
         self.config = config
         self.norm = Normalizer(lang, config.normalize_punctuation)
+        self.sentence_form = sentence_form
 
     def __call__(self, raw: str | None) -> tuple[str | None, str]:
         """
@@ -89,6 +108,7 @@ class SentenceFilter:
             else "ansi_code" if ANSI_CODE.search(line)
             else "too_short" if len(tokens) < self.config.min_length
             else "too_long" if len(tokens) > self.config.max_length
+            else "sentence_form" if self.sentence_form and not in_sentence_form(line)
             else None
         )  # fmt: skip
 

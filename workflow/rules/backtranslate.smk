@@ -24,6 +24,7 @@ rule clean_monolingual:
     params:
         cleaning=plain(EXPERIMENT.cleaning),
         max_sentences=BT.max_sentences,
+        sentence_form=BT.sentence_form,
         seed=BT.seed,
         sources=ask(EXPERIMENT.mono_sources, "trg"),
     log:

@@ -18,4 +18,5 @@ with entry_point(snakemake.log[0]):
         seed=snakemake.params.seed,
         sources=snakemake.params.sources,
         exclude_train=snakemake.input.get("train", []),
+        sentence_form=snakemake.params.sentence_form,
     )
