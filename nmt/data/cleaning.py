@@ -32,9 +32,8 @@ log = logging.getLogger(__name__)
 # The filters that need the whole corpus, in the order they are tried (see CorpusFilter).
 CORPUS_FILTERS = ("in_eval", "duplicate")
 FILTERS = (*PAIR_FILTERS, *CORPUS_FILTERS, "max_pairs")
-# sentence_form: a line not written as a sentence (nmt.data.filters.in_sentence_form), when asked for; in_train: a
-# source-language sentence of the training corpora, which a forward model would translate back into its own training
-# target (iterative back-translation). See clean_monolingual.
+# Only when asked for (clean_monolingual): sentence_form (nmt.data.filters.in_sentence_form), and in_train (a training
+# source, which a forward model of iterative back-translation would translate back into its own training target).
 MONO_FILTERS = (*SENTENCE_FILTERS, "sentence_form", "in_eval", "in_train", "duplicate", "max_sentences")
 # Pairs per chunk handed to a worker process.
 CHUNK_PAIRS = 5000
@@ -340,13 +339,12 @@ def clean_monolingual(
 
     Sentences are normalized like parallel data and dropped by the first matching filter of the same
     chain: the sentence filters of :class:`nmt.data.filters.SentenceFilter` (``invalid_utf8``, ``empty``,
-    ``ansi_code``, ``too_short``, ``too_long``: ``config`` token limits), ``sentence_form`` (a line that
-    :func:`nmt.data.filters.in_sentence_form` rejects; counted only when ``sentence_form``), ``in_eval`` (the
-    sentence, once normalized, is a line of an ``exclude`` file: dev and test references must not leak into
-    training), ``in_train`` (a line of an ``exclude_train`` file: source-language text that a forward model
-    would translate into its own training targets, copies of the real pairs; counted only when
-    ``exclude_train`` is given), ``duplicate`` (if ``config.dedup``), ``max_sentences`` (a uniform random
-    sample of that size is kept, reservoir-style, in the original order; reproducible by ``seed``).
+    ``ansi_code``, ``too_short``, ``too_long``: ``config`` token limits), ``sentence_form`` (only when asked for),
+    ``in_eval`` (the sentence, once normalized, is a line of an ``exclude`` file: dev and test references must not
+    leak into training), ``in_train`` (a line of an ``exclude_train`` file: source-language text that a forward
+    model would translate into its own training targets; counted only when ``exclude_train`` is given),
+    ``duplicate`` (if ``config.dedup``), ``max_sentences`` (a uniform random sample of that size is kept,
+    reservoir-style, in the original order; reproducible by ``seed``).
 
     :param inputs: raw files (plain, gzip or xz), read one after the other
     :param output: cleaned sentences, written atomically
