@@ -27,7 +27,7 @@ ANSI_CODE = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
 # What ends a sentence (Latin, Greek, Cyrillic, CJK, Arabic, Devanagari, Armenian, Ethiopic scripts), and the closing
 # quotes and brackets that may follow it.
 SENTENCE_END = frozenset(".!?…。！？؟۔।॥։።")
-CLOSING = frozenset("\"'»«”’」』)]）")
+CLOSING = "\"'»«”’」』)]）"
 
 
 def alpha_share(line: str) -> float:
@@ -45,7 +45,7 @@ def in_sentence_form(line: str) -> bool:
     side of its pairs to the model; what dropping them gave on dev: benchmarks/README.md, "The Transformer's
     width at equal minutes".
     """
-    end = line.rstrip("".join(CLOSING))
+    end = line.rstrip(CLOSING)
     return bool(end) and not line[0].islower() and end[-1] in SENTENCE_END
 
 
