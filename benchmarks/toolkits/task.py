@@ -58,7 +58,7 @@ SIZES: dict[str, dict] = {
     "tiny": {},
     "small": {
         "enc_layers": 3, "dec_layers": 3, "d_model": 128, "heads": 4, "ff_dim": 512,
-        "batch_tokens": 512, "lr": 1e-3, "warmup": 100,
+        "batch_tokens": 512, "lr": 2e-3, "warmup": 100,
     },
 }  # fmt: skip
 
