@@ -41,7 +41,7 @@ from toolkits.command import Command, CommandFailed, run_measured, thread_env
 from toolkits.fairseq import CPU_REPORT, TRANSFORMER_TINY, Fairseq
 from toolkits.task import Task, prepare_multi30k
 
-from nmt.atomic import write_text
+from nmt.atomic import hash_file, write_text
 from nmt.data.download import download
 from nmt.evaluation.distillation import code_commit, cpu_model
 from nmt.evaluation.tokenized_bleu import score_tokenized_bleu
@@ -138,8 +138,9 @@ def train_peer(fairseq: Fairseq, task: Task, threads: int, cpu_seconds: float, r
 
 
 def decode_our_dev(ours: OurRun, task: Task, threads: int, run_dir: Path) -> list[str]:
-    """Our model's beam-5 translation of val (the pipeline's defaults but the beam size, as its test decoding)."""
-    out = run_dir / "ours.dev.de"
+    """Our model's beam-5 translation of val (the pipeline's defaults but the beam size, as its test decoding), kept
+    under the digest of its weights: a run directory reused with another ``--ours`` decodes that model anew."""
+    out = run_dir / f"ours.dev.{hash_file(ours.model_dir / 'model.pt')[:16]}.de"
     if not out.exists():
         print(f"ours: decoding dev with {ours.model_dir}", flush=True)
         argv = [sys.executable, "-m", "nmt", "translate", "--model", str(ours.model_dir), "--method", "beam"]

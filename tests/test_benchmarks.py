@@ -430,3 +430,30 @@ def test_chaos_kills_a_run_three_times_and_it_ends_as_the_uninterrupted_run(tmp_
     mirror = chaos.truncated_mirror(MIRROR, config, 500, tmp_path / "mirror")
     outcomes = chaos.run_chaos(tmp_path, mirror, config, runs=1, kills_per_run=3, seed=1)
     assert outcomes[0]["kills"] and all(map(chaos.is_identical, outcomes)), outcomes
+
+
+def test_peer_recipe_decodes_dev_anew_for_other_weights_in_a_reused_run_directory(trained_model, toy_corpus, tmp_path):
+    """A run directory reused with another --ours (the peer's training is kept) must not report the dev translation
+    of the model it was first given: our dev output is kept per digest of the weights."""
+    import shutil
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from peer_recipe import OurRun, decode_our_dev
+        from toolkits.task import Task
+    finally:
+        sys.path.pop(0)
+    first = trained_model[0]
+    other = shutil.copytree(first, tmp_path / "other")
+    checkpoint = torch.load(other / "model.pt", map_location="cpu", weights_only=False)
+    checkpoint["model"] = {name: torch.zeros_like(value) for name, value in checkpoint["model"].items()}
+    torch.save(checkpoint, other / "model.pt")
+    task = Task("toy", toy_corpus["dev.en"].parent, "en", "de")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    hyps = [
+        decode_our_dev(OurRun(model_dir, 500, 1.0, 1, model_dir / "unused"), task, 1, run_dir)
+        for model_dir in (first, other)
+    ]
+    assert len(hyps[0]) == len(hyps[1]) == 40 and hyps[0] != hyps[1]
+    assert decode_our_dev(OurRun(first, 500, 1.0, 1, first / "unused"), task, 1, run_dir) == hyps[0]
