@@ -12,6 +12,7 @@ No timing is asserted.
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -435,8 +436,6 @@ def test_chaos_kills_a_run_three_times_and_it_ends_as_the_uninterrupted_run(tmp_
 def test_peer_recipe_decodes_dev_anew_for_other_weights_in_a_reused_run_directory(trained_model, toy_corpus, tmp_path):
     """A run directory reused with another --ours (the peer's training is kept) must not report the dev translation
     of the model it was first given: our dev output is kept per digest of the weights."""
-    import shutil
-
     sys.path.insert(0, str(REPO / "benchmarks"))
     try:
         from peer_recipe import OurRun, decode_our_dev
