@@ -6,11 +6,11 @@ key/value caches). glibc serves blocks above its mmap threshold (128 KiB, raised
 with fresh pages from the kernel and hands the top of its heap back above its trim threshold, so each update or
 step faults its pages in again, which a virtual machine pays dearly for. Thresholds of 64 MiB (mmap) and 128 MiB
 (trim) remove most of those faults at the same output and peak memory; higher ones raised a training's peak
-(benchmarks/README.md, "Page faults in decoding" and "Page faults in training").
+(benchmarks/README.md, "What made it faster", "Page faults").
 
 MKL's own memory manager, which keeps each thread's buffers of matrix products for its next calls, is turned off
 in a decoding process (unless the user set ``MKL_DISABLE_FAST_MM``): with glibc keeping freed memory it saved no
-time there and raised the peak (benchmarks/README.md, "What made it faster"). Training keeps it.
+time there and raised the peak (benchmarks/history.md, "MKL's memory manager"). Training keeps it.
 """
 
 import ctypes

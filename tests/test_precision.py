@@ -179,7 +179,7 @@ def _onednn_runs_bf16_products() -> bool:
 
 def test_bf16_updates_of_many_lengths_do_not_fill_onednn_cache():
     """Importing nmt caps oneDNN's primitive cache, which keeps a primitive per shape of a bf16 product
-    (benchmarks/README.md, "What made it faster", "oneDNN's primitive cache")."""
+    (benchmarks/history.md, "What made it faster", "oneDNN's primitive cache")."""
     if not _onednn_runs_bf16_products():
         pytest.skip("this CPU runs bf16 matrix products without oneDNN, so there is no primitive cache to fill")
     capped, torch_default = _growth_mb({}), _growth_mb({"ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"})

@@ -243,7 +243,7 @@ def _normalize_in_a_fresh_process(model_dir, line: str) -> tuple[list[str], list
 
 
 def test_a_model_without_normalization_does_not_load_the_normalizer(trained_model):
-    """sacremoses and langid are slow to import (benchmarks/README.md, "What made it faster", "Start-up")."""
+    """sacremoses and langid are slow to import (benchmarks/history.md, "What made it faster", "Start-up")."""
     model_dir, _ = trained_model
     assert _normalize_in_a_fresh_process(model_dir, "a  b") == (["a  b"], [])
 

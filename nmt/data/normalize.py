@@ -4,7 +4,7 @@
 Only sacremoses' punctuation normalizer is used, and it is loaded from its own module file, which imports only
 ``re``, ``regex`` and ``itertools``: ``import sacremoses`` runs the package's ``__init__``, which imports its
 tokenizer, truecaser and joblib as well: nearly all of the package's import time, for nothing used here
-(benchmarks/README.md, "Start-up").
+(benchmarks/history.md, "What made it faster", "Start-up").
 """
 
 import functools
