@@ -2,18 +2,24 @@
 file, script and preset of ``workflow/``, and nothing that is gone; every key of the config schema has its
 description, and docs/configuration.md's listing of the keys is the schema's; docs/cluster.md's torch-free modules
 are those tests/test_envs.py imports without torch; every relative link of the README, docs/ and benchmarks/ leads
-to a file, the first experiment's config is valid, and the README and benchmarks/README.md stay short.
+to a file, the YAML examples of docs/configuration.md and docs/first_experiment.md are valid configs, and the README
+and benchmarks/README.md stay short.
 
 ``python tests/test_layout.py`` writes docs/configuration.md's listing of the keys again from the schema."""
 
 import ast
 import re
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
+from snakemake.utils import validate
+
+from nmt.config_file import load_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 220
@@ -24,10 +30,11 @@ KEYS_START = "<!-- keys: written from workflow/schemas/config.schema.yaml by `py
 KEYS_END = "<!-- end of keys -->"
 
 
-def code_blocks(page: str) -> list[str]:
-    """The fenced code blocks of a page of the repository."""
+def code_blocks(page: str, language: str = "") -> list[str]:
+    """The fenced code blocks of a page of the repository (of ``language``'s only, e.g. "yaml", when given), indented
+    as the page indents them."""
     text = ROOT.joinpath(page).read_text(encoding="utf-8")
-    return re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
+    return re.findall(rf"^ *```{language}[^\n]*\n(.*?)^ *```", text, flags=re.M | re.S)
 
 
 def layout_modules() -> set[str]:
@@ -179,9 +186,30 @@ def test_the_configuration_page_lists_the_keys_of_the_schema():
 
 
 def test_the_first_experiments_config_is_valid():
-    block = next(block for block in code_blocks("docs/first_experiment.md") if block.startswith("# A first experiment"))
+    block = first_experiment_config()
     jsonschema.validate(yaml.safe_load(block), yaml.safe_load(SCHEMA.read_text(encoding="utf-8")))
     assert len(block.splitlines()) <= 15
+
+
+def first_experiment_config() -> str:
+    return next(block for block in code_blocks("docs/first_experiment.md") if block.startswith("# A first experiment"))
+
+
+@pytest.mark.parametrize(
+    "page, base",
+    [("docs/configuration.md", (ROOT / "config.yaml").read_text(encoding="utf-8")), ("docs/first_experiment.md", "")],
+)
+def test_the_yaml_examples_are_valid_configs(page, base):
+    """Each YAML example of a page, its sections in place of its base's (config.yaml, or the first experiment's
+    config) as a reader would paste them, is a config the workflow accepts: the schema's and the cross-key checks."""
+    base = yaml.safe_load(base or first_experiment_config())
+    for block in code_blocks(page, "yaml"):
+        config = base | yaml.safe_load(textwrap.dedent(block))
+        try:
+            validate(config, str(SCHEMA))
+            load_experiment(config)
+        except Exception as e:  # the schema's error or a ConfigError: either names the key
+            pytest.fail(f"{page}: the example beginning {block.strip().splitlines()[0]!r} is not valid: {e}")
 
 
 def write_keys_listing() -> None:
