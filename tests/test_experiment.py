@@ -253,6 +253,23 @@ def test_training_stages_resolve_their_data_mix_per_system():
     assert experiment.corpus_cleaning("multi30k_train") == experiment.cleaning
 
 
+def test_reverse_model_stages_order_each_rounds_synthetic_pairs():
+    """reverse_model's stages (docs/configuration.md's iterations example): a later round's forward and reverse model
+    train them with the variant's synthetic corpus; round 1's reverse model, without one, on the real share alone."""
+    stages = [{"data": {"real": 0.1, "synthetic": 0.9}, "max_steps": 16}, {"data": {"real": 1}, "max_steps": 24}]
+    reverse = {"arch": "transformer", "size": "tiny", "training": {"stages": stages}}
+    experiment = experiment_of(backtranslation={**TINY["backtranslation"], "reverse_model": reverse})
+    assert experiment.reverse_training("en").stages == [
+        {"max_steps": 16, "mix": {"multi30k_train": 0.1}},
+        {"max_steps": 24, "mix": {"multi30k_train": 1.0}},
+    ]
+    for lang in ("de", "en"):  # round 2's forward and reverse model
+        assert experiment.reverse_training(lang, "bt_beam").stages == [
+            {"max_steps": 16, "mix": {"multi30k_train": 0.1, "synthetic": 0.9}},
+            {"max_steps": 24, "mix": {"multi30k_train": 1.0}},
+        ]
+
+
 # runtime auto: which runtime decodes a job.
 GREEDY = DecodeConfig(method="greedy", runtime="auto")
 SHARED_BEAM = DecodeConfig(runtime="auto", length_normalization="ctranslate2")
