@@ -228,24 +228,39 @@ def documentation_pages() -> list[Path]:
 
 
 def relative_links(text: str) -> list[str]:
-    """The targets of the markdown links ``[text](target)`` outside code, without their ``#anchor``;
-    links to a URL (``scheme:``) or within the page (``#anchor``) are left out."""
+    """The targets of the markdown links ``[text](target)`` outside code, ``#anchor`` included; links to a URL
+    (``scheme:``) are left out, links within the page (``#anchor``) kept."""
     text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # fenced code blocks
     text = re.sub(r"`[^`\n]*`", "", text)  # inline code
-    targets = [target.split("#", 1)[0] for target in re.findall(r"\]\(([^()\s]+)\)", text)]
-    return [target for target in targets if target and not re.match(r"[a-z][a-z0-9+.-]*:", target)]
+    targets = re.findall(r"\]\(([^()\s]+)\)", text)
+    return [target for target in targets if not re.match(r"[a-z][a-z0-9+.-]*:", target)]
 
 
-def test_the_relative_links_of_the_documentation_lead_to_files():
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lowercased, punctuation but - and _ removed, spaces to -, a
+    repeated heading's with -1, -2, ..."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    found, counts = set(), {}
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        found.add(f"{slug}-{counts[slug]}" if slug in counts else slug)
+        counts[slug] = counts.get(slug, 0) + 1
+    return found
+
+
+def test_the_relative_links_of_the_documentation_lead_to_files_and_headings():
     pages = documentation_pages()
     assert len(pages) > 3
-    broken = [
-        f"{page.relative_to(ROOT)}: {target}"
-        for page in pages
-        for target in relative_links(page.read_text(encoding="utf-8"))
-        if not (page.parent / target).exists()
-    ]
-    assert not broken, f"links to files that do not exist: {broken}"
+    broken = []
+    for page in pages:
+        for link in relative_links(page.read_text(encoding="utf-8")):
+            path, _, anchor = link.partition("#")
+            target = (page.parent / path) if path else page
+            if not target.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such file)")
+            elif anchor and target.suffix == ".md" and anchor not in anchors(target):
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such heading)")
+    assert not broken, f"links that lead nowhere: {broken}"
 
 
 def test_the_readme_is_short():

@@ -87,7 +87,8 @@ def test_nbest_lists(arch):
 def test_eos_forced_at_the_limit_scores_by_the_rule(arch, eos_at_limit):
     """A hypothesis cut at its limit pays the log-probability of the EOS forced there (``charged``, as fairseq), or
     scores its tokens only (``free``, as CTranslate2 scores one stopped at its ``max_decoding_length``:
-    benchmarks/README.md, "small", the equal-work comparison); one that ends before pays for its EOS either way."""
+    benchmarks/history.md, "small at 256 wide: the former default", the equal-work comparison); one that ends before
+    pays for its EOS either way."""
     model = tiny_model(arch, V)
     src = sources()
     nbest = beam_search_nbest(

@@ -100,7 +100,7 @@ def beam_search_nbest(
     :param eos_at_limit: ``"charged"``: the EOS forced at the length limit adds its log-probability, as fairseq,
         Marian and OpenNMT-py score it, so a hypothesis cut in the middle of a loop (where the model gives EOS little
         mass) does not beat one that ended; ``"free"``: it adds nothing, as CTranslate2 scores a hypothesis stopped
-        at its ``max_decoding_length`` (benchmarks/README.md, "small")
+        at its ``max_decoding_length`` (benchmarks/history.md, "Speed against the peers: earlier rounds")
     :param normalization: ``"gnmt"`` or ``"ctranslate2"``
     :return: for each sentence up to ``nbest`` hypotheses, best first (fewer only if fewer finished)
     """

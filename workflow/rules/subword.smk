@@ -15,7 +15,7 @@ rule train_subword:
         "results/logs/train_subword/{src}-{trg}.log",
     threads: data_threads(2)  # beside running trainings when they have threads (another pair's, a multilingual model)
     # sentencepiece holds its sample of input_sentence_size sentences in memory (benchmarks/README.md,
-    # "Measurements behind the code": a few GB at the WMT presets' sample).
+    # "Rehearsal at WMT scale": a few GB at the WMT presets' sample).
     resources:
         mem_mb=per_attempt(8000),
         runtime=per_attempt(60),
