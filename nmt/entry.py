@@ -20,8 +20,8 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
 
     The objects alive on entry and on exit (torch's import alone makes about 170,000) are frozen out of the
     cyclic garbage collector, whose full collections would otherwise traverse them during the job and again as
-    the interpreter exits: 0.3-0.4 s of every process that imports torch (benchmarks/README.md, "What made
-    it faster"). Garbage made later is still collected.
+    the interpreter exits, a fraction of a second of every process that imports torch (benchmarks/README.md,
+    "What made it faster"). Garbage made later is still collected.
     """
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)

@@ -187,7 +187,8 @@ _EN_DE = {"channels": (512,) * 10 + (768,) * 3 + (2048,) * 2, "kernel_size": (3,
 _EN_FR = {"channels": (512,) * 5 + (768,) * 4 + (1024,) * 3 + (2048, 4096), "kernel_size": (3,) * 12 + (1,) * 2}
 _WMT = {"emb_dim": 512, "out_emb_dim": 512, "share_embeddings": False, "tie_output": False, "dropout": 0.2}
 
-# "small" is our CPU size for Multi30k (about 7.3M parameters with a joint 8000 vocabulary), "tiny" is for tests.
+# "small" is our CPU size for Multi30k (its parameters: README.md, "What the default run does and costs"), "tiny" is
+# for tests.
 CONVS2S_SIZES: dict[str, dict[str, Any]] = {
     "tiny": {
         "emb_dim": 32,

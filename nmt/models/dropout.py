@@ -2,7 +2,7 @@
 
 torch's CPU dropout draws one number from its Mersenne Twister per element (``bernoulli_``), a
 large share of a small model's training step on a CPU, where a multiplication over the same tensor
-costs a fortieth of it (benchmarks/README.md, "Measurements behind the code"). Here each
+costs a small fraction of it (benchmarks/README.md, "Measurements behind the code"). Here each
 element gets 16 random bits, four per 64-bit draw of the same generator, and is dropped where they
 are below ``p * 2**16`` (so ``p`` is rounded to a multiple of 1/65,536; the scale of the kept
 elements uses the rounded ``p``). The masks come from torch's default generator, so
