@@ -1,6 +1,7 @@
 """Sentencepiece training: joint and separate models, BPE and unigram, fixed special ids."""
 
 import random
+import re
 import string
 
 import pytest
@@ -8,7 +9,7 @@ from conftest import write_lines
 
 from nmt.config import SubwordConfig
 from nmt.data.subword import load_subword, train_subword
-from nmt.errors import DataError
+from nmt.errors import ConfigError, DataError
 from nmt.vocab import BOS, EOS, PAD, UNK
 
 
@@ -30,6 +31,18 @@ def test_train_subword(toy_corpus, tmp_path, model_type, joint):
 def test_missing_input_is_one_line(tmp_path):
     with pytest.raises(DataError, match="missing.en: subword training input is missing or empty"):
         train_subword([tmp_path / "missing.en"], [tmp_path / "x.de"], tmp_path / "a", tmp_path / "b", SubwordConfig())
+
+
+def test_a_vocabulary_smaller_than_the_characters_names_the_key_and_the_size_that_works(toy_corpus, tmp_path):
+    config = SubwordConfig(vocab_size=10)
+    message = r"^subword\.vocab_size: 10 pieces cannot hold the (\d+) that the characters of .*train\.en.* set at least"
+    with pytest.raises(ConfigError, match=message) as excinfo:
+        train_subword([toy_corpus["train.en"]], [toy_corpus["train.de"]], tmp_path / "a", tmp_path / "b", config)
+    assert "\n" not in str(excinfo.value)
+    least = int(re.match(message, str(excinfo.value))[1])
+    config = SubwordConfig(vocab_size=least)
+    train_subword([toy_corpus["train.en"]], [toy_corpus["train.de"]], tmp_path / "a", tmp_path / "b", config)
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_load_missing_model(tmp_path):

@@ -2,6 +2,7 @@
 
 import io
 import logging
+import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,7 +11,7 @@ import sentencepiece as spm
 
 from nmt.atomic import atomic_path
 from nmt.config import SubwordConfig
-from nmt.errors import DataError
+from nmt.errors import ConfigError, DataError, NmtError
 from nmt.vocab import BT_TAG, SPECIAL_IDS
 
 log = logging.getLogger(__name__)
@@ -22,12 +23,18 @@ UNIGRAM_THREADS = 16
 
 
 def train_subword_model(
-    inputs: list[Path], model_out: Path, config: SubwordConfig, threads: int = 1, symbols: Iterable[str] = ()
+    inputs: list[Path],
+    model_out: Path,
+    config: SubwordConfig,
+    threads: int = 1,
+    symbols: Iterable[str] = (),
+    where: str = "subword",
 ) -> None:
     """Train one sentencepiece model on ``inputs`` and write it atomically to ``model_out``.
 
     The back-translation tag and ``symbols`` (a multilingual model's target-language tags,
-    :func:`nmt.vocab.target_tag`) are user-defined pieces: always one piece, wherever they stand.
+    :func:`nmt.vocab.target_tag`) are user-defined pieces: always one piece, wherever they stand. ``where``: the
+    config path of ``config``, named in errors.
 
     The trainer writes the model to memory (``model_writer``) rather than to ``{prefix}.model`` and
     ``{prefix}.vocab``; the file gets it without the input paths and thread count (:func:`strip_machine_fields`),
@@ -38,24 +45,45 @@ def train_subword_model(
             raise DataError(f"{path}: subword training input is missing or empty")
     spm.set_random_generator_seed(config.seed)
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        input=[str(p) for p in inputs],
-        model_writer=model,
-        model_type=config.model_type,
-        vocab_size=config.vocab_size,
-        character_coverage=config.character_coverage,
-        input_sentence_size=config.input_sentence_size,
-        shuffle_input_sentence=True,
-        # A small corpus cannot always fill the vocabulary; take what it gives rather than fail.
-        hard_vocab_limit=False,
-        num_threads=UNIGRAM_THREADS if config.model_type == "unigram" else max(1, threads),
-        minloglevel=2,
-        user_defined_symbols=[BT_TAG, *symbols],
-        **SPECIAL_IDS,
-    )
+    try:
+        spm.SentencePieceTrainer.train(
+            input=[str(p) for p in inputs],
+            model_writer=model,
+            model_type=config.model_type,
+            vocab_size=config.vocab_size,
+            character_coverage=config.character_coverage,
+            input_sentence_size=config.input_sentence_size,
+            shuffle_input_sentence=True,
+            # A small corpus cannot always fill the vocabulary; take what it gives rather than fail.
+            hard_vocab_limit=False,
+            num_threads=UNIGRAM_THREADS if config.model_type == "unigram" else max(1, threads),
+            minloglevel=2,
+            user_defined_symbols=[BT_TAG, *symbols],
+            **SPECIAL_IDS,
+        )
+    except RuntimeError as e:
+        raise training_error(str(e), inputs, config, where) from e
     with atomic_path(model_out) as tmp:
         tmp.write_bytes(strip_machine_fields(model.getvalue()))
-    log.info("trained %s model %s (%d pieces)", config.model_type, model_out, len(load_subword(model_out)))
+    pieces = len(load_subword(model_out))
+    log.info("trained %s model %s (%d pieces)", config.model_type, model_out, pieces)
+    if pieces < config.vocab_size:
+        log.warning("%s.vocab_size: %d asked, but the data gave %d pieces, all it has", where, config.vocab_size, pieces)
+
+
+def training_error(message: str, inputs: list[Path], config: SubwordConfig, where: str) -> NmtError:
+    """sentencepiece's error as one line: a vocabulary smaller than the characters it must cover (plus the reserved
+    pieces) names ``{where}.vocab_size`` and the smallest size that works; any other names the inputs."""
+    too_small = re.search(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)", message)
+    files = ", ".join(str(path) for path in inputs)
+    if too_small:
+        return ConfigError(
+            f"{where}.vocab_size: {too_small[1]} pieces cannot hold the {too_small[2]} that the characters of {files} "
+            f"and the reserved pieces need (character_coverage {config.character_coverage}): set at least "
+            f"{too_small[2]}, or a lower {where}.character_coverage"
+        )
+    detail = " ".join(message.split("] ", 1)[-1].split())
+    return DataError(f"{files}: sentencepiece could not learn a subword model: {detail}")
 
 
 def strip_machine_fields(model: bytes) -> bytes:

@@ -5,7 +5,7 @@ from nmt.data.subword import train_subword_model
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):
-    config = from_dict(SubwordConfig, snakemake.params.subword, "subword")
-    train_subword_model(
-        list(snakemake.input.texts), snakemake.output.model, config, snakemake.threads, symbols=snakemake.params.tags
-    )
+    where = f"multilingual.{snakemake.wildcards.system}.subword"
+    config = from_dict(SubwordConfig, snakemake.params.subword, where)
+    texts, tags = list(snakemake.input.texts), snakemake.params.tags
+    train_subword_model(texts, snakemake.output.model, config, snakemake.threads, symbols=tags, where=where)
