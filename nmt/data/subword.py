@@ -68,7 +68,7 @@ def train_subword_model(
     pieces = len(load_subword(model_out))
     log.info("trained %s model %s (%d pieces)", config.model_type, model_out, pieces)
     if pieces < config.vocab_size:
-        log.warning("%s.vocab_size: %d asked, but the data gave %d pieces, all it has", where, config.vocab_size, pieces)
+        log.warning("%s.vocab_size: %d asked, the data gave %d pieces, all it has", where, config.vocab_size, pieces)
 
 
 def training_error(message: str, inputs: list[Path], config: SubwordConfig, where: str) -> NmtError:
