@@ -17,6 +17,8 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
 
     The error goes, as ``error: <message>``, to stderr with exit status 1, so the user sees the
     reason instead of a traceback, once; a log file gets it too. Other exceptions are bugs and keep theirs.
+    A warning (a dropped line counted, an input cut, a checkpoint set aside) goes to stderr too, as
+    ``warning: <message>``, where Snakemake shows a job's output: the user sees it without opening the log.
 
     The objects alive on entry and on exit (torch's import alone makes about 170,000) are frozen out of the
     cyclic garbage collector, whose full collections would otherwise traverse them during the job and again as
@@ -31,6 +33,8 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         force=True,
     )
+    if log_path is not None:
+        logging.getLogger().addHandler(_warnings_to_stderr())
     gc.freeze()
     try:
         yield
@@ -44,6 +48,14 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
         _exit_with(f"{where}{NO_SPACE[e.errno]} (writing the job's outputs)", log_path)
     finally:
         gc.freeze()
+
+
+def _warnings_to_stderr() -> logging.Handler:
+    """A handler that writes the records of level WARNING (not the errors, which exit) to stderr, one line each."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(lambda record: record.levelno == logging.WARNING)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    return handler
 
 
 def _exit_with(message: str, log_path: str | Path | None) -> None:

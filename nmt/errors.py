@@ -1,4 +1,13 @@
-"""Error types whose message is one line naming the file or key at fault."""
+"""Error types whose message is one line naming the file or key at fault, and the line numbers of a warning."""
+
+# Bad lines named one by one in warnings; the rest are counted.
+MAX_WARNINGS = 10
+
+
+def brief_list(numbers: list[int]) -> str:
+    """``1, 5, 9`` or ``1, 5, 9, ... (12 in all)``: line numbers for a warning of bounded length."""
+    shown = ", ".join(map(str, numbers[:MAX_WARNINGS]))
+    return shown if len(numbers) <= MAX_WARNINGS else f"{shown}, ... ({len(numbers)} in all)"
 
 
 class NmtError(Exception):

@@ -18,8 +18,9 @@ from test_workflow import MIRROR, TINY, needs_mirror, snakemake
 
 from nmt.atomic import remove_stale_temp_files
 from nmt.config import CleanConfig, SyntheticConfig
-from nmt.data.cleaning import clean_corpus, clean_monolingual, prepare_eval_set
+from nmt.data.cleaning import clean_corpus, clean_monolingual
 from nmt.data.download import download
+from nmt.data.eval_sets import prepare_eval_set
 from nmt.data.synthetic import build_synthetic_corpus, split_corpus
 from nmt.errors import NmtError
 
@@ -440,6 +441,24 @@ def test_next_run_removes_stale_temp_files(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert not stale.exists() and (tmp_path / "results/data/download/multi30k_val.de").exists()
+
+
+def test_a_jobs_warnings_reach_stderr_and_its_log_its_errors_stderr_once(tmp_path):
+    """Snakemake shows a job's stderr, not its log: a warning (an evaluation set's empty lines) goes to both."""
+    src, ref = write(tmp_path / "dev.de", ["Ein Hund.", ""]), write(tmp_path / "dev.en", ["A dog.", "A cat."])
+    log = tmp_path / "job.log"
+    code = (
+        "from nmt.data.eval_sets import prepare_eval_set\n"
+        "from nmt.entry import entry_point\n"
+        f"with entry_point({str(log)!r}):\n"
+        f"    prepare_eval_set({str(src)!r}, {str(ref)!r}, {str(tmp_path / 'a')!r}, {str(tmp_path / 'b')!r}, 'de')\n"
+        f"    prepare_eval_set({str(src)!r}, {str(src)!r}, {str(tmp_path / 'a')!r}, {str(tmp_path / 'b')!r}, 'de')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert out.returncode == 0, out.stderr
+    warning = f"warning: {src}: 1 of 2 lines empty (line 2), kept and scored as they are"
+    assert out.stderr.splitlines()[0].startswith(warning) and len(out.stderr.splitlines()) == 3, out.stderr
+    assert log.read_text().count(" WARNING ") == 3 and " INFO " in log.read_text()
 
 
 def test_full_disk_outside_the_atomic_writers_is_one_line_in_the_log(tmp_path):

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import logging
 import tracemalloc
 from pathlib import Path
 
@@ -9,7 +10,8 @@ import pytest
 from conftest import MIRROR, assert_one_line
 
 from nmt.config import CleanConfig
-from nmt.data.cleaning import FILTERS, clean_corpus, clean_monolingual, prepare_eval_set
+from nmt.data.cleaning import FILTERS, clean_corpus, clean_monolingual
+from nmt.data.eval_sets import prepare_eval_set
 from nmt.data.filters import in_sentence_form
 from nmt.data.normalize import Normalizer, moses_punct_normalizer
 from nmt.data.rawtext import open_text
@@ -257,6 +259,22 @@ def test_prepare_eval_set_keeps_ref_verbatim(tmp_path: Path) -> None:
     assert read_lines(tmp_path / "out" / "ref") == refs
     # A BOM that is not at the start of the file is a stray U+FEFF, which the normalizer removes.
     assert read_lines(tmp_path / "out" / "src") == ['"Hallo" Welt', "zweite Zeile"]
+
+
+def test_prepare_eval_set_reports_empty_lines_per_file(tmp_path: Path, caplog) -> None:
+    """A blank line of a dev or test set is kept (the set is not changed) and named in one warning per file."""
+    src = write_lines(tmp_path / "test.de", ["a", "", "c", ""])
+    ref = write_lines(tmp_path / "test.en", ["x", "y", "z", ""])
+    with caplog.at_level(logging.WARNING, logger="nmt.data.eval_sets"):
+        assert prepare_eval_set(src, ref, tmp_path / "out" / "src", tmp_path / "out" / "ref", "de") == 4
+    assert [r.getMessage().split(", kept")[0] for r in caplog.records] == [
+        f"{src}: 2 of 4 lines empty (line 2, 4)",
+        f"{ref}: 1 of 4 lines empty (line 4)",
+    ]
+    assert read_lines(tmp_path / "out" / "src") == ["a", "", "c", ""]
+    caplog.clear()
+    prepare_eval_set(ref, ref, tmp_path / "out" / "src", tmp_path / "out" / "ref", "en")
+    assert len(caplog.records) == 2
 
 
 def test_prepare_eval_set_mismatch(tmp_path: Path) -> None:

@@ -186,6 +186,19 @@ def test_local_sources(tmp_path: Path, as_uri: bool) -> None:
     assert manifest["source"] == str(src)
 
 
+def test_a_local_path_under_home_and_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``~`` is the home folder, as in a shell; a folder where the corpus file should be is named as one."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "corpus.txt").write_bytes(BODY)
+    manifest = download("~/data/corpus.txt", tmp_path / "out" / "corpus.txt")
+    assert manifest["source"] == str(tmp_path / "data" / "corpus.txt")
+    assert (tmp_path / "out" / "corpus.txt").read_bytes() == BODY
+    with pytest.raises(DownloadError) as excinfo:
+        download("~/data", tmp_path / "out" / "dir.txt")
+    assert assert_one_line(excinfo, "~/data") == f"~/data: {tmp_path / 'data'} is a directory, not a corpus file"
+
+
 def test_manifest_contents(tmp_path: Path) -> None:
     src = tmp_path / "corpus.txt"
     src.write_bytes(BODY)

@@ -1,4 +1,4 @@
-"""Normalizing and filtering of raw parallel and monolingual corpora, and preparation of dev/test sets.
+"""Normalizing and filtering of raw parallel and monolingual corpora (dev and test sets: :mod:`nmt.data.eval_sets`).
 
 Both kinds of corpus run one filter chain: the sentence filters of :mod:`nmt.data.filters` (on both
 sides of a pair, then the pair filters), then the filters that need the whole corpus
@@ -24,7 +24,7 @@ from nmt.atomic import atomic_text, atomic_texts
 from nmt.config import CleanConfig
 from nmt.data.filters import PAIR_FILTERS, SENTENCE_FILTERS, PairFilter, SentenceFilter
 from nmt.data.normalize import Normalizer
-from nmt.data.rawtext import check_encoding, file_name, guess_encoding, open_text, zip_aligned
+from nmt.data.rawtext import check_encoding, file_name, open_text, zip_aligned
 from nmt.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -457,44 +457,3 @@ def _reservoir_positions(passed: int, max_sentences: int | None, seed: int) -> _
 def _digest(text: str) -> bytes:
     """A 16-byte key per sentence keeps the memory of dedup small on large corpora."""
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
-
-
-def prepare_eval_set(
-    src_in: str | Path,
-    ref_in: str | Path,
-    src_out: str | Path,
-    ref_out: str | Path,
-    src_lang: str,
-    punctuation: bool = True,
-    sources: tuple[str, str] | None = None,
-) -> int:
-    """Write a dev/test set: the source normalized like training data, the reference verbatim.
-
-    No line is ever dropped: that would change the test set. The reference is only decompressed and
-    stripped of BOM and CR, because sacrebleu must score against the real reference.
-
-    :param src_in: raw source file (plain, gzip or xz)
-    :param ref_in: raw reference file, line-aligned with ``src_in``
-    :param src_out: normalized source, written atomically
-    :param ref_out: reference, written atomically
-    :param src_lang: source language code
-    :param punctuation: whether to apply Moses punctuation normalization to the source
-    :param sources: the user's source and reference files as configured (URLs or paths), named in messages
-    :return: the number of lines
-    :raises DataError: on different line counts, invalid UTF-8 or an empty set
-    """
-    src_norm = Normalizer(src_lang, punctuation)
-    sources = sources or (str(src_in), str(ref_in))
-    count = 0
-    with atomic_texts(src_out, ref_out) as (src_f, ref_f):
-        for count, (src, ref) in enumerate(zip_aligned(src_in, ref_in, sources), start=1):
-            for path, source, line in ((src_in, sources[0], src), (ref_in, sources[1], ref)):
-                if line is None:
-                    name = file_name(path, source)
-                    raise DataError(f"{name}: line {count} is not valid UTF-8{guess_encoding(path)}")
-            src_f.write(src_norm(src) + "\n")
-            ref_f.write(ref + "\n")
-        if count == 0:
-            raise DataError(f"{file_name(src_in, sources[0])}: corpus is empty")
-    log.info("%s: prepared %d lines", src_in, count)
-    return count

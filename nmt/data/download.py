@@ -140,7 +140,8 @@ def _remove_stale_parts(dest: Path) -> None:
 
 
 def local_file(url: str) -> Path | None:
-    """The file on disk that a ``file://`` URL (of this host) or a plain path names, whether or not it exists.
+    """The file on disk that a ``file://`` URL (of this host) or a plain path names, whether or not it exists; a
+    path's ``~`` is the user's home, as in a shell.
 
     :param url: a corpus location as configured
     :return: its path, or None for an http(s) URL (fetched, or read from the mirror) or another scheme
@@ -148,7 +149,7 @@ def local_file(url: str) -> Path | None:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "file":
         return Path(urllib.request.url2pathname(parts.path)) if parts.netloc in ("", "localhost") else None
-    return None if "://" in url else Path(url)
+    return None if "://" in url else Path(url).expanduser()
 
 
 def _get_local_source(url: str, mirror: str | Path | None) -> Path:
@@ -164,6 +165,8 @@ def _get_local_source(url: str, mirror: str | Path | None) -> Path:
         raise DownloadError(f"{url}: file:// URLs on another host are not supported")
     if path is None:
         raise DownloadError(f"{url}: unsupported URL scheme '{parts.scheme}'")
+    if path.is_dir():
+        raise DownloadError(f"{url}: {path} is a directory, not a corpus file")
     if not path.is_file():
         raise DownloadError(f"{url}: no such file {path}")
     return path

@@ -12,16 +12,14 @@ from typing import IO
 from nmt.atomic import atomic_text, write_text
 from nmt.config import DecodeConfig
 from nmt.decoding.translation import (
-    MAX_WARNINGS,
     LimitCount,
     Translator,
-    brief_list,
     decoding_record,
     load_decoding,
     translate_lines,
     translate_nbest,
 )
-from nmt.errors import DataError
+from nmt.errors import MAX_WARNINGS, DataError, brief_list
 from nmt.model_dir import normalize_input, tag_input
 from nmt.progress import LOG_EVERY, Progress, count_lines
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import sentencepiece as spm
 
 from nmt.config import AUTO_WORKERS, DecodeConfig
-from nmt.errors import ConfigError
+from nmt.errors import MAX_WARNINGS, ConfigError, brief_list
 from nmt.vocab import EOS
 
 if TYPE_CHECKING:
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from nmt.models.seq2seq import DecodingModel
 
 log = logging.getLogger(__name__)
-
-# Bad lines named one by one in warnings; the rest are counted.
-MAX_WARNINGS = 10
 
 
 def position_limit(model: "DecodingModel | CTranslate2Model") -> int | None:
@@ -43,12 +40,6 @@ def position_limit(model: "DecodingModel | CTranslate2Model") -> int | None:
     members = getattr(model, "members", [model])
     limits = [m.spec["config"]["max_positions"] for m in members if "max_positions" in m.spec["config"]]
     return min(limits, default=None)
-
-
-def brief_list(numbers: list[int]) -> str:
-    """``1, 5, 9`` or ``1, 5, 9, ... (12 in all)``: line numbers for a warning of bounded length."""
-    shown = ", ".join(map(str, numbers[:MAX_WARNINGS]))
-    return shown if len(numbers) <= MAX_WARNINGS else f"{shown}, ... ({len(numbers)} in all)"
 
 
 def encode_sources(

@@ -1,6 +1,6 @@
 """Rule prepare_eval_set: normalized source and verbatim reference of a dev or test set."""
 
-from nmt.data.cleaning import prepare_eval_set
+from nmt.data.eval_sets import prepare_eval_set
 from nmt.entry import entry_point
 
 with entry_point(snakemake.log[0]):
