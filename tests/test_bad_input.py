@@ -17,10 +17,11 @@ from conftest import REPO
 from test_workflow import MIRROR, TINY, needs_mirror, snakemake
 
 from nmt.atomic import remove_stale_temp_files
-from nmt.config import CleanConfig, SyntheticConfig
+from nmt.config import CleanConfig, SubwordConfig, SyntheticConfig
 from nmt.data.cleaning import clean_corpus, clean_monolingual
 from nmt.data.download import download
 from nmt.data.eval_sets import prepare_eval_set
+from nmt.data.subword import train_subword
 from nmt.data.synthetic import build_synthetic_corpus, split_corpus
 from nmt.errors import NmtError
 
@@ -146,6 +147,7 @@ TARGET = "results/en-de/{}/baseline/seed1/model/model.pt"
 LATIN1 = b"".join(line.encode("cp1252") + b"\n" for line in GERMAN)
 
 # id, run(tmp_path) -> the line, what the line contains
+SMALL = SubwordConfig(vocab_size=12)  # fewer pieces than the corpus has characters
 CASES = [
     # Cleaning: files
     (
@@ -214,6 +216,12 @@ CASES = [
         "https://example.org/test.de (read from {t}/test.de): line 1 is not valid UTF-8; it looks like Latin-1/cp1252",
     ),
     ("sha256-mismatch", sha256_mismatch, "{t}/corpus.de: sha256 mismatch, expected 0000"),
+    ("corpus-path-is-a-folder", lambda t: str(download(str(t), t / "dl.de")), "{t}: {t} is a directory, not a corpus"),
+    (
+        "vocab-size-below-the-characters",
+        lambda t: train_subword([write(t / "a.de", GERMAN)], [write(t / "a.en", ENGLISH)], t / "s", t / "t", SMALL),
+        "subword.vocab_size: 12 pieces cannot hold the",
+    ),
     # Cleaning: counted drops and silent repairs
     (
         "few-invalid-lines",
