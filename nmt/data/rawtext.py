@@ -70,12 +70,16 @@ def open_text(path: str | Path, source: str | None = None) -> Iterator[str | Non
             yield from _read_lines(stream, name, kind)
 
 
-def _split_lines(stream: IO[bytes], name: str) -> Iterator[bytes]:
+def split_lines(stream: IO[bytes], name: str) -> Iterator[bytes]:
     """The lines of ``stream``: split on LF (with CRLF's CR left for the caller), or on CR if its first
     :data:`SNIFF_BYTES` hold a CR before their end and no LF at all (a stray CR inside a line of an LF file
-    must not split it: web-crawled corpora have them)."""
-    head = stream.read(SNIFF_BYTES)
-    stream.seek(0)
+    must not split it: web-crawled corpora have them). A stream that cannot seek (a pipe) is sniffed in what its
+    buffer holds, without waiting for more (``peek``)."""
+    if stream.seekable():
+        head = stream.read(SNIFF_BYTES)
+        stream.seek(0)
+    else:
+        head = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
     if b"\n" in head or b"\r" not in head.rstrip(b"\r"):
         yield from stream
         return
@@ -91,7 +95,7 @@ def _split_lines(stream: IO[bytes], name: str) -> Iterator[bytes]:
 def _read_lines(stream: IO[bytes], name: str, kind: str) -> Iterator[str | None]:
     """Split ``stream`` into lines, strip BOM and CR, decode; map stream errors to :class:`DataError`."""
     try:
-        for number, raw in enumerate(_split_lines(stream, name)):
+        for number, raw in enumerate(split_lines(stream, name)):
             if number == 0 and raw.startswith(BOM):
                 raw = raw[len(BOM) :]
             if number == 0 and (raw.startswith(UTF16_BOMS) or 4 * raw.count(b"\x00") > len(raw)):
@@ -167,7 +171,7 @@ def guess_encoding(path: str | Path, sample: int = 200) -> str:
     with open(path, "rb") as f:
         stream, _ = _open_stream(f, Path(path))
         with stream:
-            for raw in _split_lines(stream, str(path)):
+            for raw in split_lines(stream, str(path)):
                 try:
                     raw.decode("utf-8")
                 except UnicodeDecodeError:

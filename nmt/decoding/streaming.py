@@ -11,6 +11,7 @@ from typing import IO
 
 from nmt.atomic import atomic_text, write_text
 from nmt.config import DecodeConfig
+from nmt.data.rawtext import split_lines
 from nmt.decoding.translation import (
     LimitCount,
     Translator,
@@ -30,13 +31,14 @@ CHUNK_LINES = 10_000
 
 
 def read_source(stream: IO[bytes], name: str) -> Iterator[str]:
-    """The lines of a UTF-8 byte stream without their line ends (LF or CRLF).
+    """The lines of a UTF-8 byte stream without their line ends (LF or CRLF; CR-only as corpora,
+    :func:`nmt.data.rawtext.split_lines`).
 
     Undecodable bytes become U+FFFD, with a warning naming the line (the first
     :data:`MAX_WARNINGS` lines) and a count at the end, so that every line still gets its output line.
     """
     bad: list[int] = []
-    for number, raw in enumerate(stream, 1):
+    for number, raw in enumerate(split_lines(stream, name), 1):
         raw = raw.removesuffix(b"\n").removesuffix(b"\r")
         try:
             yield raw.decode("utf-8")
