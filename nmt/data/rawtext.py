@@ -78,8 +78,8 @@ def split_lines(stream: IO[bytes], name: str) -> Iterator[bytes]:
     if stream.seekable():
         head = stream.read(SNIFF_BYTES)
         stream.seek(0)
-    else:
-        head = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]
+    else:  # a stream without a buffer to peek into is read as LF lines
+        head = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES] if hasattr(stream, "peek") else b""
     if b"\n" in head or b"\r" not in head.rstrip(b"\r"):
         yield from stream
         return
