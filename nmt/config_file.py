@@ -202,6 +202,11 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
         raise ConfigError(f"data.train: '{name}' names the data of training stages; give the corpus another name")
     for name, model in models.items():
         check_stages(model, data, f"models.{name}")
+        if model.options.get("share_embeddings") and not subword.joint:
+            raise ConfigError(
+                f"models.{name}.share_embeddings: one embedding for both languages needs one subword model for both "
+                "(subword.joint: true)"
+            )
     backtranslation = parse_backtranslation(config["backtranslation"], config["training"], models, data)
     check_source_mono(backtranslation, data, corpora, config["pairs"])
     check_stages(backtranslation.reverse, data, "backtranslation.reverse_model")

@@ -68,6 +68,13 @@ ONE_LANGUAGE = {"importer": "local", "path": "news.tgz", "member": "news.de"}  #
             {"backtranslation": ITERATED, "corpora": {**TINY["corpora"], "multi30k_mono1": ONE_LANGUAGE}},
             "corpora.multi30k_mono1 of data.mono has no 'en' side",
         ),
+        (
+            {
+                "subword": {**TINY["subword"], "joint": False},
+                "models": {**TINY["models"], "rnn": {**TINY["models"]["rnn"], "share_embeddings": True}},
+            },
+            "models.rnn.share_embeddings: one embedding for both languages needs one subword model for both",
+        ),
         # Values the schema lets through and nmt's dataclasses reject.
         ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
         ({"models": {"t": {"arch": "rnn", "size": "huge"}}}, "models.t.size: 'huge' is not a rnn size"),

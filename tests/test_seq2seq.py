@@ -1,5 +1,6 @@
 """Every architecture: shapes, the incremental step contract, causality, over-fitting one batch."""
 
+import logging
 import weakref
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 from conftest import ARCHS, stepwise_logits, tiny_model
 
 from nmt.models.decoding_state import reorder_state
+from nmt.models.seq2seq import build_model
 from nmt.training.loss import LabelSmoothedCrossEntropy
 from nmt.vocab import BOS, EOS, PAD
 
@@ -158,3 +160,13 @@ def test_a_model_loaded_from_its_file_equals_the_saved_one(arch, options, tmp_pa
     with torch.no_grad():
         torch.testing.assert_close(loaded(src, trg_in), saved(src, trg_in), rtol=0, atol=0)
         torch.testing.assert_close(stepwise_logits(loaded, src, trg_in), stepwise_logits(saved, src, trg_in))
+
+
+@pytest.mark.parametrize("shared_vocab", [True, False])
+def test_the_build_log_says_when_embeddings_cannot_be_shared(caplog, shared_vocab):
+    """share_embeddings (the sizes' default) needs one subword model for both sides: without one the log says so."""
+    with caplog.at_level(logging.INFO, logger="nmt.models.seq2seq"):
+        model = build_model({"arch": "transformer", "size": "tiny"}, 40, 40, shared_vocab)
+    shared = model.encoder.embedding is model.decoder.embedding
+    assert shared == shared_vocab
+    assert ("embeddings not shared" in caplog.text) != shared_vocab
