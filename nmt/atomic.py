@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -73,23 +74,43 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 @contextmanager
 def atomic_paths(*paths: str | Path) -> Iterator[list[Path]]:
-    """:func:`atomic_path` for outputs that belong together: all appear, or none (the first error wins)."""
-    paths = [Path(p) for p in paths]
-    tmps = [temp_path(p) for p in paths]
+    """:func:`atomic_path` for outputs that belong together: all appear, or none (the first error wins).
+
+    A symbolic link is written through (its target is replaced, the link stays); a device or pipe (``/dev/null``,
+    ``/dev/stdout``) is written to directly, since a rename would replace it by a file."""
+    paths = [_write_target(Path(p)) for p in paths]
+    tmps = [path if _is_special(path) else temp_path(path) for path in paths]
     try:
         for path in paths:
             path.parent.mkdir(parents=True, exist_ok=True)
         yield tmps
         for tmp, path in zip(tmps, paths, strict=True):
+            if tmp == path:
+                continue
             if tmp.is_dir() and path.is_dir():
                 shutil.rmtree(path)
             os.replace(tmp, path)
     except BaseException as e:
-        for tmp in tmps:
-            _remove(tmp)
+        for tmp, path in zip(tmps, paths, strict=True):
+            if tmp != path:
+                _remove(tmp)
         if isinstance(e, OSError) and e.errno in NO_SPACE:
             raise OutputError(f"{', '.join(map(str, paths))}: {NO_SPACE[e.errno]}") from None
         raise
+
+
+def _is_special(path: Path) -> bool:
+    """Whether ``path`` (followed, if a link) is neither a file nor a folder: a device, a pipe or a socket."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_target(path: Path) -> Path:
+    """Where an output at ``path`` goes: the file a symbolic link points to (the link itself stays), else ``path``."""
+    return path if _is_special(path) or not path.is_symlink() else path.resolve()
 
 
 def temp_path(path: Path) -> Path:

@@ -2,6 +2,7 @@
 
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -9,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from nmt.atomic import atomic_path, atomic_paths, atomic_text, atomic_texts, remove_stale_temp_files, temp_path
+from nmt.atomic import (
+    atomic_path,
+    atomic_paths,
+    atomic_text,
+    atomic_texts,
+    remove_stale_temp_files,
+    temp_path,
+    write_text,
+)
 from nmt.errors import OutputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,3 +171,24 @@ def test_stale_temp_folders_are_removed_whole(tmp_path):
         os.utime(path, (old, old))  # busy/sub/0000.src is fresh: a writer on another node still writes
     assert remove_stale_temp_files(tmp_path) == [stale]
     assert not stale.exists() and (busy / "sub" / "0000.src").exists()
+
+
+def test_an_output_through_a_link_or_into_a_device_keeps_them(tmp_path):
+    """A link's target gets the text and the link stays one; a pipe (as a device: /dev/null, /dev/stdout) is written
+    to, not replaced by a file, which a rename would make of it."""
+    target, link = tmp_path / "real" / "out.txt", tmp_path / "out.txt"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link.symlink_to(target)
+    write_text(link, "new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    write_text(fifo, "through the pipe\n")
+    assert reader.communicate(timeout=10)[0] == "through the pipe\n"
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and sorted(p.name for p in tmp_path.iterdir()) == [
+        "fifo",
+        "out.txt",
+        "real",
+    ]
