@@ -126,6 +126,15 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def check_apart(outputs: list[str | Path | None], inputs: list[str | Path | None]) -> None:
+    """Raise an :class:`OutputError` if an output is one of the inputs (the same file or folder, by any path): writing
+    it would destroy what is being read. ``None`` stands for stdin or stdout."""
+    for output in filter(None, outputs):
+        for source in filter(None, inputs):
+            if Path(output).exists() and Path(source).exists() and os.path.samefile(output, source):
+                raise OutputError(f"{output}: is also an input ({source}); write the output elsewhere")
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through :func:`atomic_text`."""
     with atomic_text(path) as f:

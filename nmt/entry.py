@@ -16,7 +16,8 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
     """Log to ``log_path`` (stderr when None) and turn an :class:`NmtError` or a full disk into one line.
 
     The error goes, as ``error: <message>``, to stderr with exit status 1, so the user sees the
-    reason instead of a traceback, once; a log file gets it too. Other exceptions are bugs and keep theirs.
+    reason instead of a traceback, once; a log file gets it too. So does an :class:`OSError` that names a file (a
+    path the user gave that cannot be read or written). Other exceptions are bugs and keep theirs.
     A warning (a dropped line counted, an input cut, a checkpoint set aside) goes to stderr too, as
     ``warning: <message>``, where Snakemake shows a job's output: the user sees it without opening the log.
 
@@ -41,11 +42,15 @@ def entry_point(log_path: str | Path | None = None) -> Iterator[None]:
     except NmtError as e:
         _exit_with(str(e), log_path)
     except OSError as e:
-        if e.errno not in NO_SPACE:
+        if e.errno in NO_SPACE:
+            # A full disk where no atomic writer caught it (torch.save, sentencepiece, plots): still one line.
+            where = f"{e.filename}: " if e.filename else ""
+            _exit_with(f"{where}{NO_SPACE[e.errno]} (writing the job's outputs)", log_path)
+        if e.filename is None:
             raise
-        # A full disk where no atomic writer caught it (torch.save, sentencepiece, plots): still one line.
-        where = f"{e.filename}: " if e.filename else ""
-        _exit_with(f"{where}{NO_SPACE[e.errno]} (writing the job's outputs)", log_path)
+        # A path the user gave that cannot be read or written (no permission, a file where a folder must be, a
+        # folder where a file must be): the path and the system's reason.
+        _exit_with(f"{e.filename}: {e.strerror or e}", log_path)
     finally:
         gc.freeze()
 

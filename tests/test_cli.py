@@ -113,6 +113,10 @@ CASES = [
      ["the dog runs", "the cat"]),
     ("translate: a CR inside a line of LF input", T, "trained", b"the dog\rruns\nthe cat\n", {}, 0, None,
      [None, "the cat"]),
+    ("translate: --output is the --input", [*T, "--input", "{tmp}/src", "--output", "{tmp}/src"], "trained", b"",
+     {"src": b"the cat\n"}, 1, r"error: {tmp}/src: is also an input \({tmp}/src\); write the output elsewhere", None),
+    ("translate: --output below a file", [*T, "--output", "{tmp}/src/out"], "trained", b"the cat\n",
+     {"src": b"the cat\n"}, 1, r"error: {tmp}/src.*: Not a directory", None),
     ("translate: no newline at the end", T, "trained", b"the dog runs\nthe cat", {}, 0, None,
      ["the dog runs", "the cat"]),
     ("translate: empty input", T, "trained", b"", {}, 0, None, []),
@@ -222,6 +226,14 @@ def test_bad_input(case, trained_model, tmp_path, capsys, monkeypatch):
 
 def nmt_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "nmt", *args]
+
+
+def test_a_pipe_as_input_file(trained_model):
+    """``--input <(cmd)`` or ``/dev/stdin``: a pipe reads as a file (it was "file not found")."""
+    model_dir, _ = trained_model
+    argv = nmt_command("translate", "--model", str(model_dir), "--beam-size", "2", "--input", "/dev/stdin")
+    out = subprocess.run(argv, input="the cat\nthe dog runs\n", capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and len(out.stdout.splitlines()) == 2, out.stderr
 
 
 def test_closed_stdin(trained_model):

@@ -52,10 +52,12 @@ def read_source(stream: IO[bytes], name: str) -> Iterator[str]:
         log.warning(what, name, len(bad), brief_list(bad))
 
 
-def check_source(path: str | Path) -> Path:
-    """``path`` as a :class:`Path` if it is a file; else a :class:`DataError` saying what it is."""
+def check_source(path: str | Path, pipes: bool = False) -> Path:
+    """``path`` as a :class:`Path` if it is a file, or with ``pipes`` anything that reads as one (``<(cmd)``, a named
+    pipe, ``/dev/stdin``: read once, so not where the lines are counted first); else a :class:`DataError` saying what
+    it is."""
     path = Path(path)
-    if not path.is_file():
+    if path.is_dir() or not (path.exists() if pipes else path.is_file()):
         raise DataError(f"{path}: {'is a directory, not a file' if path.is_dir() else 'file not found'}")
     return path
 
