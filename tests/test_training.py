@@ -21,7 +21,7 @@ from nmt.config import DecodeConfig, ModelMeta, SubwordConfig, TrainConfig
 from nmt.data.subword import train_subword
 from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
-from nmt.errors import ConfigError
+from nmt.errors import ConfigError, TrainingError
 from nmt.evaluation.metrics import score_corpus
 from nmt.model_dir import load_model
 from nmt.training.loop import best_validation, is_better, train
@@ -553,3 +553,12 @@ def test_accumulation_trains_on_the_batches_left_at_the_end_of_an_epoch(toy_corp
         toy_corpus, toy_spm, tmp_path / "acc", max_steps=10000, max_epochs=1, valid_every=1000, accum_steps=accum
     )
     assert summary["steps"] == math.ceil(batches / accum) and summary["train_tokens"] == one["train_tokens"]
+
+
+def test_a_diverged_training_stops_with_one_line_before_its_weights_are_lost(toy_corpus, toy_spm, tmp_path):
+    """At lr 1e6 the gradients turn to inf or NaN within a few updates: the training stops there with an error that
+    says what to change (it used to finish, with NaN weights, as a success)."""
+    config = tiny_train_config(lr=1e6, warmup_steps=1, max_steps=30, checkpoint_every=100, valid_every=100)
+    with pytest.raises(TrainingError, match=r"^training diverged at update \d+: the gradient norm is (nan|inf)"):
+        train(TOY_MODEL, config, toy_files(toy_corpus, toy_spm, tmp_path / "model"))
+    assert not (tmp_path / "model" / "model.pt").exists()

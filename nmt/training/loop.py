@@ -230,15 +230,27 @@ def update(trainer: Trainer, state: TrainState, group: list[np.ndarray]) -> tupl
         if weight:
             loss_sum += float(loss.detach())
     scaler.unscale_(optimizer)  # clipping and the update see the true gradients
-    if config.clip_norm > 0:
-        torch.nn.utils.clip_grad_norm_(state.model.parameters(), config.clip_norm)
     lr = get_lr(state.progress, config)
+    if config.clip_norm > 0:
+        norm = float(torch.nn.utils.clip_grad_norm_(state.model.parameters(), config.clip_norm))
+        check_diverged(norm, scaler.is_enabled(), state.progress["step"] + 1, lr)
     for param_group in optimizer.param_groups:
         param_group["lr"] = lr
     scale = scaler.get_scale() if scaler.is_enabled() else None  # a host sync, with float16 only
     scaler.step(optimizer)  # optimizer.step(), skipped when float16 gradients overflowed
     scaler.update()  # lowers the scale after an overflow, and only then
     return loss_sum, n_tokens, lr, scale is None or scaler.get_scale() >= scale
+
+
+def check_diverged(norm: float, scaled: bool, step: int, lr: float) -> None:
+    """Stop before an update whose gradient norm is not finite (the weights would all become NaN, and every later
+    checkpoint with them): the training diverged. Every process has the same all-reduced gradients, so all stop
+    together. Float16 training's loss scaler skips such an update instead (``scaled``), and lowers its scale."""
+    if not scaled and not math.isfinite(norm):
+        raise TrainingError(
+            f"training diverged at update {step}: the gradient norm is {norm} at lr {lr:.3g}; lower training.lr or "
+            "raise warmup_steps (a changed lr trains anew; the checkpoints before this update are kept)"
+        )
 
 
 def batch_loss(trainer: Trainer, batch: Batch) -> torch.Tensor:
