@@ -223,9 +223,18 @@ def read_lines(path: str | Path) -> list[str]:
         with open(path, encoding="utf-8") as f:
             return [line.rstrip("\n") for line in f]
     except UnicodeDecodeError as e:
-        with open(path, "rb") as f:
-            number = next((n for n, raw in enumerate(f, 1) if not _is_utf8(raw)), "?")
-        raise DataError(f"{path}: line {number} is not UTF-8 ({e.reason})") from e
+        raise not_utf8(path, e) from e
+
+
+def not_utf8(path: str | Path, error: UnicodeDecodeError) -> DataError:
+    """The error of a text file that ``error`` found not UTF-8, naming its first line that is not (a compressed
+    file is named as one: it must be decompressed first)."""
+    with open(path, "rb") as f:
+        if f.read(6).startswith((b"\x1f\x8b", b"\xfd7zXZ")):
+            return DataError(f"{path}: compressed (gzip or xz); decompress it first, this reads plain UTF-8 text")
+        f.seek(0)
+        number = next((n for n, raw in enumerate(f, 1) if not _is_utf8(raw)), "?")
+    return DataError(f"{path}: line {number} is not UTF-8 ({error.reason})")
 
 
 def _is_utf8(raw: bytes) -> bool:

@@ -1,6 +1,7 @@
 """Binarized training data: the same ids as encoding the text, streamed in chunks, mapped read-only, checked."""
 
 import dataclasses
+import gzip
 import json
 import logging
 
@@ -137,6 +138,20 @@ def test_misaligned_corpus_names_both_files_and_writes_nothing(toy_spm, two_corp
         binarize([two_corpora["en"][0], src], [two_corpora["de"][0], trg], toy_spm["en"], toy_spm["de"], tmp_path / "x")
     assert_one_line(excinfo, f"{src} has 2 lines but {trg} has 1")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.de", "c.en"]
+
+
+def test_text_not_utf8_names_the_file_and_line_or_that_it_is_compressed(toy_spm, tmp_path):
+    src = tmp_path / "c.en"
+    src.write_bytes(b"a b\ncaf\xe9\nc\n")
+    trg = write_lines(tmp_path / "c.de", ["a", "b", "c"])
+    with pytest.raises(DataError) as excinfo:
+        binarize([src], [trg], toy_spm["en"], toy_spm["de"], tmp_path / "x")
+    assert assert_one_line(excinfo, src).startswith(f"{src}: line 2 is not UTF-8")
+    packed = tmp_path / "c.de.gz"
+    packed.write_bytes(gzip.compress(b"a\nb\nc\n" * 1000 + bytes(range(128, 256))))
+    with pytest.raises(DataError) as excinfo:
+        binarize([trg], [packed], toy_spm["en"], toy_spm["de"], tmp_path / "x")
+    assert "compressed (gzip or xz); decompress it first" in assert_one_line(excinfo, packed)
 
 
 def test_another_vocabulary_is_refused(toy_corpus, toy_spm, tmp_path):

@@ -23,11 +23,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
-from nmt.atomic import atomic_paths, hash_file, write_text
+from nmt.atomic import atomic_paths, hash_file, not_utf8, write_text
 from nmt.data.batches import EncodedCorpus
 from nmt.data.subword import load_subword
 from nmt.errors import DataError
@@ -55,8 +55,8 @@ def read_pair_chunks(
         n_src = n_trg = 0
         with open(src_path, encoding="utf-8") as src_file, open(trg_path, encoding="utf-8") as trg_file:
             while True:
-                src_lines = [line.rstrip("\n") for line in islice(src_file, chunk_lines)]
-                trg_lines = [line.rstrip("\n") for line in islice(trg_file, chunk_lines)]
+                src_lines = _chunk(src_file, src_path, chunk_lines)
+                trg_lines = _chunk(trg_file, trg_path, chunk_lines)
                 n_src, n_trg = n_src + len(src_lines), n_trg + len(trg_lines)
                 if len(src_lines) != len(trg_lines):
                     n_src, n_trg = n_src + sum(1 for _ in src_file), n_trg + sum(1 for _ in trg_file)
@@ -64,6 +64,14 @@ def read_pair_chunks(
                 if not src_lines:
                     break
                 yield number, src_lines, trg_lines
+
+
+def _chunk(f: IO[str], path: Path, lines: int) -> list[str]:
+    """The next ``lines`` lines of ``f`` (at ``path``) without their LF; a :class:`DataError` if they are not UTF-8."""
+    try:
+        return [line.rstrip("\n") for line in islice(f, lines)]
+    except UnicodeDecodeError as e:
+        raise not_utf8(path, e) from e
 
 
 def _flatten(pieces: list[list[int]], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
