@@ -112,7 +112,8 @@ def differing_subword_models(model_dir: str | Path, src_spm: str | Path, trg_spm
 def load_model(
     model_dir: str | Path, device: "torch.device"
 ) -> tuple["Seq2Seq", spm.SentencePieceProcessor, spm.SentencePieceProcessor]:
-    """Load the model and its source/target subword models from ``model_dir``, checking that they fit together."""
+    """Load the model and its source/target subword models from ``model_dir``, checking that they fit together: the
+    number of pieces, and the sha256 that meta.json recorded when the model was written."""
     from nmt.models.seq2seq import model_from_spec
 
     model_dir = Path(model_dir)
@@ -129,6 +130,14 @@ def load_model(
             raise DataError(
                 f"{model_dir / name}: {sp.get_piece_size()} pieces, but {path} was trained with "
                 f"{ckpt['spec'][key]}: the subword model belongs to another model"
+            )
+    recorded = (read_meta(model_dir) or {}).get("subword") or {}
+    for name in (SRC_SPM, TRG_SPM):
+        sha256 = recorded.get(name, {}).get("sha256")
+        if sha256 is not None and sha256 != hash_file(model_dir / name):
+            raise DataError(
+                f"{model_dir / name}: not the subword model {model_dir / META_FILE} records (its sha256 differs): the "
+                "subword model belongs to another model"
             )
     return model, src_sp, trg_sp
 

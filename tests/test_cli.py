@@ -66,6 +66,17 @@ def other_vocabulary(model_dir: Path) -> None:
     os.replace(model_dir / "other.model", model_dir / "src.model")
 
 
+def same_size_vocabulary(model_dir: Path) -> None:
+    """Swap in a subword model of the same size but other pieces (its pieces' order reversed past the specials)."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    proto = sentencepiece_model_pb2.ModelProto.FromString((model_dir / "src.model").read_bytes())
+    pieces = [(p.piece, p.score, p.type) for p in proto.pieces]
+    for piece, (text, score, kind) in zip(proto.pieces[4:], pieces[:3:-1], strict=True):
+        piece.piece, piece.score, piece.type = text, score, kind
+    (model_dir / "src.model").write_bytes(proto.SerializeToString())
+
+
 # What a case needs on disk: {name: bytes} files in tmp, or a model directory variant.
 MODELS = {
     "trained": lambda tmp, m: m,
@@ -74,6 +85,7 @@ MODELS = {
     "no src.model": lambda tmp, m: model_copy(tmp, m, lambda c: (c / "src.model").unlink()),
     "corrupt src.model": lambda tmp, m: model_copy(tmp, m, lambda c: (c / "src.model").write_bytes(b"garbage")),
     "other vocabulary": lambda tmp, m: model_copy(tmp, m, other_vocabulary),
+    "same-size vocabulary": lambda tmp, m: model_copy(tmp, m, same_size_vocabulary),
     "truncated model.pt": lambda tmp, m: model_copy(tmp, m, lambda c: truncate(c / "model.pt")),
     "tensor model.pt": lambda tmp, m: model_copy(tmp, m, lambda c: torch.save(torch.zeros(3), c / "model.pt")),
     "model.pt of another spec": lambda tmp, m: model_copy(tmp, m, lambda c: other_architecture(c / "model.pt")),
@@ -132,6 +144,8 @@ CASES = [
     ("translate: src.model of another model", T, "other vocabulary", b"the cat\n", {}, 1,
      r"error: {model}/src.model: \d+ pieces, but {model}/model.pt was trained with \d+: the subword model belongs "
      r"to another model", None),
+    ("translate: src.model of another model, of the same size", T, "same-size vocabulary", b"the cat\n", {}, 1,
+     r"error: {model}/src.model: not the subword model {model}/meta.json records \(its sha256 differs\)", None),
     ("translate: truncated model.pt", T, "truncated model.pt", b"the cat\n", {}, 1,
      r"error: {model}/model.pt: not a readable checkpoint", None),
     ("translate: model.pt that is no checkpoint", T, "tensor model.pt", b"the cat\n", {}, 1,
