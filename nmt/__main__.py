@@ -84,7 +84,10 @@ def translate(args: argparse.Namespace) -> None:
 def score(args: argparse.Namespace) -> None:
     from nmt.evaluation.metrics import score_files
 
-    scores = score_files(args.hyp, args.ref, args.trg_lang)
+    for option, files in (("--hyp", args.hyp), ("--ref", args.ref)):
+        if len(files) > 1:
+            raise ConfigError(f"score: {option} given {len(files)} times ({', '.join(files)}); give one file")
+    scores = score_files(args.hyp[0], args.ref[0], args.trg_lang)
     if args.json:
         print(json.dumps(scores, indent=2))
         return
@@ -335,8 +338,8 @@ def add_translate_command(commands: Commands) -> None:
 
 def add_score_command(commands: Commands) -> None:
     p = commands.add_parser("score", help="BLEU, chrF and TER of a hypothesis file against a reference file")
-    p.add_argument("--hyp", required=True)
-    p.add_argument("--ref", required=True)
+    p.add_argument("--hyp", required=True, action="append")
+    p.add_argument("--ref", required=True, action="append", help="one reference file (given once)")
     p.add_argument("--trg-lang", default="", help="target language (picks the BLEU tokenizer, e.g. zh, ja)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(run=score)

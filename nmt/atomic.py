@@ -212,7 +212,8 @@ def read_json(path: str | Path) -> Any:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """Read a plain UTF-8 text file (one sentence per line) that earlier stages wrote.
+    """Read a plain UTF-8 text file (one sentence per line) that earlier stages wrote, or a user's (a BOM at its
+    start is not text: it goes).
 
     :raises DataError: naming the file (and line) if it is missing, a directory or not UTF-8
     """
@@ -220,7 +221,7 @@ def read_lines(path: str | Path) -> list[str]:
     if not path.is_file():
         raise DataError(f"{path}: {'is a directory, not a file' if path.is_dir() else 'file not found'}")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             return [line.rstrip("\n") for line in f]
     except UnicodeDecodeError as e:
         raise not_utf8(path, e) from e

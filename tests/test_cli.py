@@ -180,6 +180,10 @@ CASES = [
      r"error: target language 'german' is not a language code such as 'de', 'zh' or 'ja' \(ISO 639\)", None),
     ("score: CRLF hypotheses", S, "trained", b"", {"hyp": b"a b c d\r\n", "ref": b"a b c d\n"}, 0, None,
      r"^bleu\t100.00\t"),
+    ("score: a reference with a BOM", S, "trained", b"", {"hyp": b"a b c d\n", "ref": b"\xef\xbb\xbfa b c d\n"}, 0,
+     None, r"^bleu\t100.00\t"),
+    ("score: --ref twice", [*S, "--ref", "{tmp}/hyp"], "trained", b"", {"hyp": b"a\n", "ref": b"a\n"}, 1,
+     r"error: score: --ref given 2 times \({tmp}/ref, {tmp}/hyp\); give one file", None),
 ]  # fmt: skip
 
 
