@@ -8,6 +8,7 @@ own too, also under ``srun torchrun ...`` across nodes.
 import argparse
 import json
 import os
+import signal
 import sys
 from contextlib import nullcontext
 from importlib.metadata import PackageNotFoundError, version
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     The usage names the command as it was typed: ``nmt`` for the console script, else ``python -m nmt``.
     """
     prog = "nmt" if Path(sys.argv[0]).name == "nmt" else "python -m nmt"
+    previous = signal.signal(signal.SIGTERM, _terminate)  # a training sets its own while it trains (it saves)
     try:
         run(argv, prog)
     except BrokenPipeError:  # e.g. `... | head -1`: stop like other Unix tools, without a traceback
@@ -187,6 +189,18 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(141)  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
     except KeyboardInterrupt:
         sys.exit(130)  # 128 + SIGINT
+    except Terminated:
+        sys.exit(143)  # 128 + SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(BaseException):
+    """SIGTERM (``kill``, ``timeout``) as an exception, so that outputs being written are removed as on Ctrl-C."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated
 
 
 def package_version() -> str:

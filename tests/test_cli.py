@@ -12,6 +12,7 @@ import select
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -536,3 +537,20 @@ def test_an_entry_point_freezes_what_exists_out_of_the_garbage_collector():
     on_entry, on_exit, collected = out.stdout.split()
     assert int(on_entry) > 100_000, "torch's import alone makes about 170,000 objects"
     assert int(on_exit) > int(on_entry) + 900 and collected == "True", "the job's 1,001 lists are frozen on exit"
+
+
+def test_sigterm_removes_the_output_being_written(trained_model, tmp_path):
+    """``kill`` or ``timeout`` (SIGTERM) stops a translation as Ctrl-C does: no half output, no temp file left."""
+    model_dir, _ = trained_model
+    out = tmp_path / "out" / "hyp.de"
+    argv = nmt_command("translate", "--model", str(model_dir), "--window", "1", "--output", str(out))
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdin.write("the cat\n")
+    proc.stdin.flush()  # the process answers it, then waits for the next line with its output open
+    deadline = time.monotonic() + 60
+    while not list(out.parent.glob(".*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)
+    proc.terminate()
+    assert proc.wait(timeout=60) == 143, proc.stderr.read()
+    assert list(out.parent.iterdir()) == []
