@@ -562,3 +562,13 @@ def test_a_diverged_training_stops_with_one_line_before_its_weights_are_lost(toy
     with pytest.raises(TrainingError, match=r"^training diverged at update \d+: the gradient norm is (nan|inf)"):
         train(TOY_MODEL, config, toy_files(toy_corpus, toy_spm, tmp_path / "model"))
     assert not (tmp_path / "model" / "model.pt").exists()
+
+
+def test_the_logged_speed_leaves_validations_out_but_not_the_updates_before_them(toy_corpus, toy_spm, tmp_path):
+    """A validation inside a logging window: the window's speed is its tokens over its update time. Restarting the
+    clock at the validation (as before) counted the window's earlier tokens in no time: a speed several times too
+    high, here about three times the training's mean."""
+    summary = run_training(toy_corpus, toy_spm, tmp_path / "m", max_steps=60, log_every=30, valid_every=10)
+    rows = [line.split("\t") for line in read_lines(tmp_path / "m" / "train.tsv")]
+    speeds = [float(row[rows[0].index("tokens_per_second")]) for row in rows[1:]]
+    assert len(speeds) == 2 and max(speeds) < 2 * summary["tokens_per_second"], (speeds, summary["tokens_per_second"])

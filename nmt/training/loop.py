@@ -273,9 +273,10 @@ def after_update(
     if step % config.log_every == 0:
         log_train(trainer, state, window, lr, epoch_batches)
     if step % config.valid_every == 0 or spent(state.progress, config) >= 1:
+        tick = time.perf_counter()
         validate_and_keep_best(trainer, state)
         anneal_on_plateau(state.progress, state.history[-1]["loss"], config)
-        window["start"] = time.perf_counter()
+        window["start"] += time.perf_counter() - tick  # the log's speed leaves the validation out, not the updates
     if step % config.checkpoint_every == 0:
         keep_snapshot(trainer, state)  # before last.pt: a crash between the two redoes this step identically
         state.save(trainer.last, trainer.world)
