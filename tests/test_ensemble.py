@@ -1,6 +1,7 @@
 """Ensemble decoding: the mean of the members' log-probabilities through the unchanged search."""
 
 import copy
+import json
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import pytest
 import torch
 from conftest import ARCHS, assert_one_line, run_training, tiny_model
 
-from nmt.atomic import read_lines
+from nmt.atomic import hash_file, read_lines
 from nmt.config import DecodeConfig, SubwordConfig
 from nmt.data.subword import train_subword
 from nmt.decoding.beam import beam_search
@@ -124,6 +125,9 @@ def test_different_subword_models_are_one_line_errors(trained_model, toy_corpus,
         SubwordConfig(vocab_size=81, joint=False),  # as many pieces as the model's (else load_model objects first)
     )
     shutil.copyfile(spm_dir / "de.model", other / TRG_SPM)
+    meta = json.loads((other / "meta.json").read_text())  # a model of its own: its meta.json records that model
+    meta["subword"][TRG_SPM]["sha256"] = hash_file(other / TRG_SPM)
+    (other / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(DataError) as excinfo:
         load_ensemble([trained_model[0], other], get_device("cpu"))
     assert_one_line(excinfo, trained_model[0], other, "target subword model")
