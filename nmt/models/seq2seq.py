@@ -119,9 +119,9 @@ def build_model(
         "shared_vocab": shared_vocab,
     }
     model = Seq2Seq(encoder, decoder, spec)
-    unshared = " (embeddings not shared: the source and target subword models differ)"
-    shares = getattr(config, "share_embeddings", False) and not shared_vocab
-    log.info("built %s with %d parameters: %s%s", arch, model.n_parameters(), spec["config"], unshared * shares)
+    unshared = getattr(config, "share_embeddings", False) and not shared_vocab
+    note = " (embeddings not shared: the source and target subword models differ)" if unshared else ""
+    log.info("built %s with %d parameters: %s%s", arch, model.n_parameters(), spec["config"], note)
     return model
 
 
