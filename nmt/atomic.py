@@ -21,6 +21,9 @@ log = logging.getLogger(__name__)
 
 # ".{name}.{pid}.tmp": the temp file or folder of a writer with that process id (see temp_path).
 TEMP_NAME = re.compile(r"^\..+\.(\d+)\.tmp$")
+# The first bytes of a gzip and an xz file (nmt.data.rawtext opens them; read_lines names them).
+GZIP_MAGIC = b"\x1f\x8b"
+XZ_MAGIC = b"\xfd7zXZ\x00"
 # What a failed write says: the file system is full, or the file hit a size limit (ulimit -f, quota).
 NO_SPACE = {errno.ENOSPC: "no space left on device", errno.EFBIG: "file too large (file size limit)"}
 if hasattr(errno, "EDQUOT"):
@@ -231,7 +234,7 @@ def not_utf8(path: str | Path, error: UnicodeDecodeError) -> DataError:
     """The error of a text file that ``error`` found not UTF-8, naming its first line that is not (a compressed
     file is named as one: it must be decompressed first)."""
     with open(path, "rb") as f:
-        if f.read(6).startswith((b"\x1f\x8b", b"\xfd7zXZ")):
+        if f.read(len(XZ_MAGIC)).startswith((GZIP_MAGIC, XZ_MAGIC)):
             return DataError(f"{path}: compressed (gzip or xz); decompress it first, this reads plain UTF-8 text")
         f.seek(0)
         number = next((n for n, raw in enumerate(f, 1) if not _is_utf8(raw)), "?")

@@ -19,12 +19,11 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import IO
 
+from nmt.atomic import GZIP_MAGIC, XZ_MAGIC
 from nmt.errors import DataError
 
 log = logging.getLogger(__name__)
 
-GZIP_MAGIC = b"\x1f\x8b"
-XZ_MAGIC = b"\xfd7zXZ\x00"
 BOM = b"\xef\xbb\xbf"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 # Bytes of a non-gzip file named .gz/.xz that must be text before we read it as plain text.
