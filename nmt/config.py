@@ -107,6 +107,17 @@ def _positive(where: str, **values: float) -> None:
             raise ConfigError(f"{where}.{name}: must be > 0, got {value!r}")
 
 
+# The largest seed: sentencepiece and CTranslate2 take an unsigned 32-bit seed, numpy a non-negative one, and a
+# run adds small offsets to it (a process's rank, a back-translation part's number).
+MAX_SEED = 2**31 - 1
+
+
+def check_seed(where: str, seed: int) -> None:
+    """Raise ConfigError naming ``where`` unless ``seed`` is in [0, :data:`MAX_SEED`]."""
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"{where}: a seed must be from 0 to {MAX_SEED}, got {seed!r}")
+
+
 @dataclass
 class CorpusConfig:
     """An entry of the ``corpora`` section: where a corpus comes from (:mod:`nmt.data.importers`), its own cleaning
@@ -238,6 +249,7 @@ class CleanConfig:
         return from_dict(CleanConfig, {**dataclasses.asdict(self), **overrides}, where)
 
     def check(self, where: str) -> None:
+        check_seed(f"{where}.seed", self.seed)
         _positive(
             where,
             min_length=self.min_length,
@@ -263,6 +275,7 @@ class SubwordConfig:
     seed: int = 1
 
     def check(self, where: str) -> None:
+        check_seed(f"{where}.seed", self.seed)
         _positive(where, vocab_size=self.vocab_size, input_sentence_size=self.input_sentence_size)
         if not 0 < self.character_coverage <= 1:
             raise ConfigError(f"{where}.character_coverage: must be in (0, 1], got {self.character_coverage}")
@@ -319,6 +332,7 @@ class TrainConfig:
         return dataclasses.replace(self, threads=self.threads or threads)
 
     def check(self, where: str) -> None:
+        check_seed(f"{where}.seed", self.seed)
         _positive(
             where,
             batch_tokens=self.batch_tokens,
@@ -435,6 +449,7 @@ class DecodeConfig:
     quantization: Literal["float32", "int8"] = "float32"
 
     def check(self, where: str) -> None:
+        check_seed(f"{where}.seed", self.seed)
         _positive(where, beam_size=self.beam_size, batch_size=self.batch_size)
         if self.runtime == "ctranslate2" and self.method == "beam" and self.length_normalization == "gnmt":
             raise ConfigError(
@@ -494,6 +509,7 @@ class TablesConfig:
     published: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def check(self, where: str) -> None:
+        check_seed(f"{where}.bootstrap_seed", self.bootstrap_seed)
         _positive(where, bootstrap_samples=self.bootstrap_samples, bootstrap_seed=self.bootstrap_seed)
         for metric in self.metrics:
             if metric not in ("bleu", "chrf", "ter"):

@@ -22,6 +22,7 @@ from nmt.config import (
     SyntheticConfig,
     TablesConfig,
     TrainConfig,
+    check_seed,
     from_dict,
     read_number,
     read_switch,
@@ -179,6 +180,8 @@ def load_experiment(config: dict[str, Any]) -> Experiment:
     :return: the experiment
     :raises ConfigError: one line naming the key, on a value nmt rejects or a name that refers to nothing
     """
+    for seed in config["seeds"]:
+        check_seed("seeds", seed)
     corpora = {name: from_dict(CorpusConfig, spec, f"corpora.{name}") for name, spec in config["corpora"].items()}
     cleaning = from_dict(CleanConfig, config["cleaning"], "cleaning")
     subword = from_dict(SubwordConfig, config["subword"], "subword")
@@ -306,6 +309,7 @@ def parse_backtranslation(
     if section["models"] and not data.mono:
         raise ConfigError("backtranslation.models: back-translation needs monolingual corpora in data.mono")
     reverse = parse_model("reverse", section["reverse_model"], training, "backtranslation.reverse_model")
+    check_seed("backtranslation.seed", section["seed"])
     variants = {}
     for name, variant in section["variants"].items():
         where = f"backtranslation.variants.{name}"

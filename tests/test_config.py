@@ -52,6 +52,12 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (TrainConfig, {"average_last": 2.5}, "train.average_last: expected int, got 2.5"),
         (TrainConfig, {"lr_schedule": "anneal_on_plateau", "lr": 1e-4}, "train.min_lr: must be below lr (0.0001)"),
         (CleanConfig, [], "train: expected a mapping"),
+        # seeds beyond what numpy, sentencepiece and CTranslate2 take were tracebacks at their first use
+        (TrainConfig, {"seed": -1}, "train.seed: a seed must be from 0 to 2147483647, got -1"),
+        (TrainConfig, {"seed": 2**70}, "train.seed: a seed must be from 0 to 2147483647, got 1180591620717411303424"),
+        (DecodeConfig, {"seed": 2**32}, "train.seed: a seed must be from 0 to 2147483647"),
+        (SubwordConfig, {"seed": -5}, "train.seed: a seed must be from 0 to 2147483647"),
+        (CleanConfig, {"seed": 2**31}, "train.seed: a seed must be from 0 to 2147483647"),
         (CorpusConfig, {"url": "u{lang}", "cleaning": {"langidd": False}}, "train.cleaning: unknown key 'langidd'"),
         (
             CorpusConfig,

@@ -118,6 +118,11 @@ ONE_LANGUAGE = {"importer": "local", "path": "news.tgz", "member": "news.de"}  #
             {"training": {**TINY["training"], "corpus_weights": {"a": 2}}},
             "training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
         ),
+        ({"seeds": [1, -2]}, "seeds: a seed must be from 0 to 2147483647, got -2"),
+        (
+            {"backtranslation": {**TINY["backtranslation"], "seed": 2**40}},
+            "backtranslation.seed: a seed must be from 0 to 2147483647, got 1099511627776",
+        ),
         # runtime ctranslate2 where CTranslate2 cannot run the search: an RNN, ensembles of the tiny config's 2 seeds.
         (
             {"decoding": {"method": "greedy", "runtime": "ctranslate2"}, "seeds": [1]},
