@@ -48,7 +48,7 @@ def decode_config(args: argparse.Namespace) -> DecodeConfig:
 
 def translate(args: argparse.Namespace) -> None:
     from nmt.allocator import keep_freed_memory
-    from nmt.atomic import atomic_text, check_apart
+    from nmt.atomic import atomic_text, check_apart, check_file_outputs
     from nmt.decoding.streaming import check_source, read_source, translate_windows
     from nmt.decoding.translation import load_decoding
     from nmt.model_dir import normalize_input, tag_input
@@ -59,6 +59,7 @@ def translate(args: argparse.Namespace) -> None:
     if args.input is None and sys.stdin is None:
         raise DataError("stdin is closed: pipe the source text in, e.g. python -m nmt translate --model DIR < src")
     name = str(check_source(args.input, pipes=True)) if args.input else "stdin"
+    check_file_outputs(args.output)
     check_apart([args.output], [args.input, *args.model])
     keep_freed_memory(mkl_buffers=False)  # reuse each step's freed tensors instead of faulting pages in
     translator = load_decoding(args.model, config, args.device, args.bf16, threads=args.threads, workers=args.workers)
@@ -117,11 +118,12 @@ def train(args: argparse.Namespace) -> None:
 
 
 def subword(args: argparse.Namespace) -> None:
-    from nmt.atomic import check_apart
+    from nmt.atomic import check_apart, check_file_outputs
     from nmt.config import SubwordConfig
     from nmt.data.subword import train_subword
 
     config = from_dict(SubwordConfig, args.subword, "--subword")
+    check_file_outputs(args.src_spm, args.trg_spm)
     check_apart([args.src_spm, args.trg_spm], [*args.src, *args.trg])
     train_subword(args.src, args.trg, args.src_spm, args.trg_spm, config, args.threads)
 

@@ -138,6 +138,14 @@ def check_apart(outputs: list[str | Path | None], inputs: list[str | Path | None
                 raise OutputError(f"{output}: is also an input ({source}); write the output elsewhere")
 
 
+def check_file_outputs(*paths: str | Path | None) -> None:
+    """Raise an :class:`OutputError` if an output file's path names a folder, an existing one or by a final
+    ``/`` (``Path`` drops the slash, so the file would be written beside the folder meant). ``None``: stdout."""
+    for path in filter(None, paths):
+        if str(path).endswith((os.sep, "/")) or Path(path).is_dir():
+            raise OutputError(f"{path}: names a folder; give the path of the file to write")
+
+
 def write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through :func:`atomic_text`."""
     with atomic_text(path) as f:
