@@ -423,6 +423,11 @@ class ModelMeta:
     tagged_bt: bool = False
     directions: list[str] | None = None
 
+    def check(self, where: str) -> None:
+        for direction in self.directions or []:
+            if not re.fullmatch(r"[a-z]{2,3}-[a-z]{2,3}", direction):
+                raise ConfigError(f"{where}.directions: {direction!r} is not a direction SRC-TRG such as 'en-de'")
+
 
 # Greedy search's workers on the CPU by default, at most (nmt.decoding.translation.torch_search): each holds a
 # batch's search in memory, so this bounds memory on many-core machines; measured only up to 2 cores

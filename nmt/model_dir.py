@@ -187,6 +187,26 @@ def write_meta(model_dir: str | Path, meta: ModelMeta | None) -> dict:
     return record
 
 
+def check_meta(meta: ModelMeta | None, src_spm: str | Path) -> None:
+    """Raise ConfigError, before a multilingual model trains, when the target-language tag of one of ``meta``'s
+    directions is no piece of its source subword model: translation could not ask for that language."""
+    if meta is None or not meta.directions:
+        return
+    tags = list(dict.fromkeys(target_tag(direction.split("-")[1]) for direction in meta.directions))
+    missing = missing_pieces(src_spm, tags)
+    if missing:
+        raise ConfigError(
+            f"{src_spm}: {', '.join(missing)} of the directions {', '.join(meta.directions)} (the meta) are no pieces "
+            "of this source subword model; a multilingual model's subword model holds its target languages' tags"
+        )
+
+
+def missing_pieces(spm_path: str | Path, pieces: list[str]) -> list[str]:
+    """The ``pieces`` (tags) that the subword model ``spm_path`` does not have as pieces of their own."""
+    sp = load_subword(spm_path)
+    return [piece for piece in pieces if sp.piece_to_id(piece) == sp.unk_id()]
+
+
 def read_meta(model_dir: str | Path) -> dict[str, Any] | None:
     """The meta.json of ``model_dir`` as written by :func:`write_meta`; None where there is none.
 
@@ -249,7 +269,6 @@ def tag_input(model_dir: str | Path, lines: Iterable[str], trg_lang: str | None 
         asked = f"no tag for '{trg_lang}'" if trg_lang else "give the target language (--trg-lang)"
         raise ConfigError(f"{path}: a multilingual model (target languages and tags: {known}): {asked}")
     tag = tags[trg_lang]
-    src_sp = load_subword(Path(model_dir) / SRC_SPM)
-    if src_sp.piece_to_id(tag) == src_sp.unk_id():
+    if missing_pieces(Path(model_dir) / SRC_SPM, [tag]):
         raise DataError(f"{Path(model_dir) / SRC_SPM}: the tag {tag} of {path} is no piece of the source subword model")
     return (f"{tag} {line}" if line.strip() else line for line in lines)

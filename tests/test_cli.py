@@ -4,6 +4,7 @@ Most rows run :func:`nmt.__main__.main` in this process (stdin, stdout and stder
 the rows that need a real process (a closed stdin, a closed output pipe) run ``python -m nmt``.
 """
 
+import dataclasses
 import io
 import json
 import os
@@ -321,6 +322,40 @@ def test_bad_resume_checkpoint(case, trained_model, toy_corpus, toy_spm, tmp_pat
     status, _, stderr = run_main(argv, b"", capsys, monkeypatch)
     assert status == 1
     check_stderr(stderr, pattern.format(last=re.escape(str(model_dir / "checkpoints/last.pt"))), 1)
+
+
+META = {"src_lang": "en", "trg_lang": ""}
+# (id, change to the training's files, --meta, exit status, stderr line): what `nmt train` says of its inputs.
+TRAIN_CASES = [
+    ("an empty dev set", {"dev_src": "{tmp}/empty.en", "dev_ref": "{tmp}/empty.de"}, None, 1,
+     r"error: {tmp}/empty.en and {tmp}/empty.de: the dev set is empty; validation needs sentence pairs$"),
+    ("a meta direction that is none", {}, {**META, "directions": ["ende"]}, 1,
+     r"error: --meta.directions: 'ende' is not a direction SRC-TRG such as 'en-de'$"),
+    ("a meta direction whose tag the subword model lacks", {}, {**META, "directions": ["en-de", "en-fr"]}, 1,
+     r"error: {spm}: <2de>, <2fr> of the directions en-de, en-fr \(the meta\) are no pieces of this source subword "
+     r"model; a multilingual model's subword model holds its target languages' tags$"),
+    ("a folder holding another training's model", {"model_dir": "{tmp}/other"}, None, 0,
+     r"WARNING .*{tmp}/other: training from scratch; {tmp}/other/model.pt, the model of another training, is replaced "
+     r"when this one ends$"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", TRAIN_CASES, ids=[c[0] for c in TRAIN_CASES])
+def test_train_bad_input(case, trained_model, toy_corpus, toy_spm, tmp_path, capsys, monkeypatch):
+    """Inputs of ``nmt train`` that made a traceback, a misleading line, a model no translation could use, or lost
+    another model without a word."""
+    _, changes, meta, status, pattern = case
+    (tmp_path / "empty.en").write_text("")
+    (tmp_path / "empty.de").write_text("")
+    shutil.copytree(trained_model[0], tmp_path / "other", ignore=shutil.ignore_patterns("checkpoints"))
+    names = {"tmp": str(tmp_path), "spm": str(toy_spm["en"])}
+    files = toy_files(toy_corpus, toy_spm, tmp_path / "model")
+    files = dataclasses.replace(files, **{key: value.format(**names) for key, value in changes.items()})
+    training = {"max_steps": 2, "warmup_steps": 1, "valid_every": 2}
+    argv = ["train", "--model-options", json.dumps(TOY_MODEL), "--training", json.dumps(training), *files.options()]
+    got_status, _, stderr = run_main([*argv, *(["--meta", json.dumps(meta)] if meta else [])], b"", capsys, monkeypatch)
+    assert got_status == status, stderr
+    check_stderr(stderr, pattern.format(**{k: re.escape(v) for k, v in names.items()}), status)
 
 
 @pytest.mark.parametrize("train_data", ["data/train", (["a.en", "b.en"], ["a.de", "b.de"])], ids=["binarized", "text"])

@@ -464,6 +464,9 @@ def test_a_checkpoint_of_another_model_is_set_aside(toy_corpus, toy_spm, tmp_pat
     run_training(toy_corpus, toy_spm, tmp_path, model={**TOY_MODEL, "d_model": 32}, max_steps=20, valid_every=20)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "model.config.d_model 64 -> 32" in warnings[0], warnings
+    assert warnings[0].endswith(
+        f"{tmp_path / 'model.pt'}, the model of another training, is replaced when this one ends"
+    ), warnings
     assert "resumed" not in caplog.text and (tmp_path / "checkpoints.replaced/last.pt").is_file()
 
 

@@ -107,14 +107,16 @@ def _short(value: Any) -> str:
 
 def set_aside_other_training(model_dir: Path, identity: dict[str, Any]) -> bool:
     """Move ``model_dir/checkpoints`` to ``model_dir/checkpoints.replaced`` when its ``last.pt`` (or, damaged, the one
-    before it) is of another training than ``identity``, logging what differs; remove TensorBoard events of a run
-    that starts anew.
+    before it) is of another training than ``identity``, logging what differs (and that a ``model.pt`` of another
+    training will be replaced, with or without checkpoints); remove TensorBoard events of a run that starts anew.
 
     :return: whether there is a checkpoint of this training to resume
     """
     ckpt_dir = model_dir / "checkpoints"
     last = ckpt_dir / "last.pt"
     found = _saved_identity(last)
+    other_model = (model_dir / MODEL_FILE).is_file() and finished_summary(model_dir, identity) is None
+    replaces = f"; {model_dir / MODEL_FILE}, the model of another training, is replaced when this one ends"
     if found is not None:
         saved, progress = found
         differ = differences(saved, identity, progress)
@@ -124,12 +126,18 @@ def set_aside_other_training(model_dir: Path, identity: dict[str, Any]) -> bool:
         shutil.rmtree(replaced, ignore_errors=True)
         ckpt_dir.rename(replaced)
         ckpt_dir.mkdir()
-        what = "; ".join(differ)
+        what, model = "; ".join(differ), replaces if other_model else ""
         log.warning(
-            "%s is of another training (%s): training from scratch; checkpoints moved to %s", last, what, replaced
+            "%s is of another training (%s): training from scratch; checkpoints moved to %s%s",
+            last,
+            what,
+            replaced,
+            model,
         )
     elif last.exists() or previous_path(last).exists():
         return True  # unreadable: resuming says what is wrong with each file
+    elif other_model:  # and no checkpoints, which would say whose it is
+        log.warning("%s: training from scratch%s", model_dir, replaces)
     shutil.rmtree(model_dir / "tensorboard", ignore_errors=True)  # events of another run
     return False
 

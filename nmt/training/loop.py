@@ -20,7 +20,7 @@ from nmt.config import ModelMeta, TrainConfig
 from nmt.data.batches import Batch, epoch_batches, make_batch
 from nmt.device import autocast, get_device
 from nmt.errors import DataError, TrainingError
-from nmt.model_dir import write_meta, write_model
+from nmt.model_dir import check_meta, write_meta, write_model
 from nmt.models.seq2seq import Seq2Seq
 from nmt.progress import format_duration
 from nmt.training.distributed import World, close_world, init_world, shard
@@ -84,6 +84,7 @@ def train(
         :func:`nmt.model_dir.write_meta`)
     :return: the summary written to ``summary.json``
     """
+    check_meta(meta, files.src_spm)
     device = get_device(config.device)
     world = init_world(device.type)
     try:

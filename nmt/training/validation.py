@@ -48,9 +48,11 @@ class DevSet:
     ) -> "DevSet":
         """Read the source and reference files and encode them.
 
-        :raises DataError: naming the file if one is unreadable or the two differ in length
+        :raises DataError: naming the file if one is unreadable, the two differ in length or both are empty
         """
         src_lines, ref_lines = read_lines(src), read_lines(ref)
+        if not src_lines and not ref_lines:
+            raise DataError(f"{src} and {ref}: the dev set is empty; validation needs sentence pairs")
         names = (str(src), str(ref))
         data = ParallelData.from_lines(src_lines, ref_lines, src_sp, trg_sp, names=names)
         return cls(data, src_lines, ref_lines, src_sp, trg_sp, names)
