@@ -118,13 +118,15 @@ def train(args: argparse.Namespace) -> None:
 
 
 def subword(args: argparse.Namespace) -> None:
-    from nmt.atomic import check_apart, check_file_outputs
+    from nmt.atomic import check_apart, check_file_outputs, check_utf8
     from nmt.config import SubwordConfig
     from nmt.data.subword import train_subword
 
     config = from_dict(SubwordConfig, args.subword, "--subword")
     check_file_outputs(args.src_spm, args.trg_spm)
     check_apart([args.src_spm, args.trg_spm], [*args.src, *args.trg])
+    for path in filter(os.path.isfile, [*args.src, *args.trg]):  # sentencepiece learns from any bytes
+        check_utf8(path)
     train_subword(args.src, args.trg, args.src_spm, args.trg_spm, config, args.threads)
 
 

@@ -1,6 +1,7 @@
 """Files of every stage: atomic output (readers and a resumed run never see half a file or half a folder),
 checksums, and strict reading of the UTF-8 text files that earlier stages wrote."""
 
+import codecs
 import errno
 import hashlib
 import json
@@ -236,6 +237,18 @@ def read_lines(path: str | Path) -> list[str]:
             return [line.rstrip("\n") for line in f]
     except UnicodeDecodeError as e:
         raise not_utf8(path, e) from e
+
+
+def check_utf8(path: str | Path) -> None:
+    """Raise :func:`not_utf8`'s error if the file ``path`` is not UTF-8 text (read in blocks of 1 MB)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with open(path, "rb") as f:
+        try:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as e:
+            raise not_utf8(path, e) from e
 
 
 def not_utf8(path: str | Path, error: UnicodeDecodeError) -> DataError:

@@ -5,6 +5,7 @@ the rows that need a real process (a closed stdin, a closed output pipe) run ``p
 """
 
 import dataclasses
+import gzip
 import io
 import json
 import os
@@ -138,6 +139,12 @@ CASES = [
     ("subword: --src-spm a folder", ["subword", "--src", "{tmp}/src", "--trg", "{tmp}/src", "--src-spm", "{tmp}/m/",
      "--trg-spm", "{tmp}/t.model"], "trained", b"", {"src": b"the cat\n"}, 1,
      r"error: {tmp}/m/: names a folder; give the path of the file to write", None),
+    ("subword: a gzip input", ["subword", "--src", "{tmp}/src.gz", "--trg", "{tmp}/src", "--src-spm", "{tmp}/m",
+     "--trg-spm", "{tmp}/t.model"], "trained", b"", {"src.gz": gzip.compress(b"the cat\n"), "src": b"the cat\n"}, 1,
+     r"error: {tmp}/src.gz: compressed \(gzip or xz\); decompress it first, this reads plain UTF-8 text", None),
+    ("subword: a Latin-1 line", ["subword", "--src", "{tmp}/src", "--trg", "{tmp}/trg", "--src-spm", "{tmp}/m",
+     "--trg-spm", "{tmp}/t.model"], "trained", b"", {"src": b"the cat\n", "trg": b"die Katze\nf\xfcr\n"}, 1,
+     r"error: {tmp}/trg: line 2 is not UTF-8 \(invalid start byte\)", None),
     ("translate: no newline at the end", T, "trained", b"the dog runs\nthe cat", {}, 0, None,
      ["the dog runs", "the cat"]),
     ("translate: empty input", T, "trained", b"", {}, 0, None, []),
