@@ -143,3 +143,21 @@ def test_a_run_validated_twice_still_shows_its_curve(tmp_path):
     assert all(ax.get_xlim()[0] == 0 and ax.get_xlim()[1] >= 1000 for ax in fig.axes)
     assert any("2 validations (every 500 updates)" in t.get_text() for t in fig.texts)
     assert [line.get_label() for line in loss_ax.get_lines()] == ["training loss (label-smoothed)", "dev loss"]
+
+
+def test_the_legends_cover_no_point_and_no_value(tmp_path):
+    """A run whose BLEU stays low (a short or hard training) has its last points in a panel's lower right corner,
+    where a fixed legend hid them and their values."""
+    model_dir = fake_model_dir(tmp_path / "model", 1.0, valid_every=250)
+    rows = [
+        f"{s}\t3.0\t20.09\t{b}\t{c}\t{0.6 * s}\n"
+        for s, b, c in ((250, 1, 30), (500, 2, 35), (750, 2.5, 38), (1000, 3, 40))
+    ]
+    (model_dir / "valid.tsv").write_text("step\tloss\tppl\tbleu\tchrf\tseconds\n" + "".join(rows))
+    fig = plot_learning_curves(model_dir, "t", tmp_path / "c.png", label_smoothing=0.1)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = bbox(ax.get_legend(), renderer)
+        points = [point for line in ax.get_lines() for point in ax.transData.transform(line.get_xydata())]
+        assert not any(legend.contains(*point) for point in points), ax.get_ylabel()
+        assert not any(legend.overlaps(bbox(text, renderer)) for text in ax.texts), ax.get_ylabel()

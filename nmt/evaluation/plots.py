@@ -73,7 +73,7 @@ def plot_learning_curves(
     smoothed = " (label-smoothed)" if label_smoothing else ""
     _curve(loss_ax, train["step"], train["loss"], label=f"training loss{smoothed}")
     _curve(loss_ax, valid["step"], valid["loss"], label="dev loss")
-    loss_ax.legend(loc="upper right", fontsize="small")
+    loss_ax.legend(loc="best", fontsize="small")
     _curve(bleu_ax, valid["step"], valid["bleu"], values=True, color="C2")
     for ax, ylabel in ((loss_ax, "cross-entropy per target token"), (bleu_ax, "dev BLEU")):
         ax.set_xlim(0, max(last, 1) * 1.04)
@@ -84,7 +84,7 @@ def plot_learning_curves(
     bleu_ax.lines[0].set_label("BLEU")
     _curve(bleu_ax, valid["step"], valid["chrf"], values=True, color="C3", label="chrF")
     bleu_ax.set_ylabel("dev BLEU, chrF")
-    bleu_ax.legend(loc="lower right", fontsize="small")
+    bleu_ax.legend(loc="best", fontsize="small")  # "best": where it covers the fewest points and values
     fig.suptitle(title)
     validations = f"{len(valid)} validation{'s' if len(valid) != 1 else ''}"
     note = f"{loss_note(label_smoothing)} {validations} ({_every(valid)})."
