@@ -254,7 +254,7 @@ def parse_model(name: str, options: dict[str, Any], training: dict[str, Any], wh
     stages = merged.pop("stages", None) or ()
     train_config = from_dict(TrainConfig, merged, f"{where}.training")
     options = {k: v for k, v in options.items() if k != "training"}
-    arch, arch_config = resolve_model_options(options, where)
+    arch, arch_config = resolve_model_options(options, where, taken=("training",))
     return Model(name, options, arch, arch_config, train_config, tuple(stages))
 
 

@@ -4,7 +4,7 @@ The workflow resolves every model's options while Snakemake parses it, on a logi
 torch, so this module imports nothing heavy; :mod:`nmt.models.seq2seq` pairs each architecture with its builder.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from nmt.config import from_dict
@@ -274,13 +274,21 @@ MODEL_CONFIGS = {
 }
 
 
-def resolve_model_options(options: dict[str, Any], where: str) -> tuple[str, Any]:
-    """Turn ``{"arch": ..., "size": ..., **overrides}`` into ``(arch, config dataclass)``."""
+def resolve_model_options(options: dict[str, Any], where: str, taken: tuple[str, ...] = ()) -> tuple[str, Any]:
+    """Turn ``{"arch": ..., "size": ..., **overrides}`` into ``(arch, config dataclass)``.
+
+    :param taken: keys of the entry that the caller has taken out (a config's ``training``), named among the known
+        keys when another key is unknown
+    """
     options = dict(options)
     arch = options.pop("arch", None)
     if arch not in MODEL_CONFIGS:
         raise ConfigError(f"{where}.arch: {arch!r} is not one of {', '.join(map(repr, MODEL_CONFIGS))}")
     config_cls, sizes = MODEL_CONFIGS[arch]
+    known = ["arch", "size", *taken, *(field.name for field in fields(config_cls))]
+    unknown = sorted(set(options) - set(known), key=str)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key '{unknown[0]}' (known keys of a {arch}: {', '.join(known)})")
     size = options.pop("size", None)
     if size is not None and size not in sizes:
         raise ConfigError(f"{where}.size: {size!r} is not a {arch} size ({', '.join(sizes)})")

@@ -77,6 +77,11 @@ ONE_LANGUAGE = {"importer": "local", "path": "news.tgz", "member": "news.de"}  #
         ),
         # Values the schema lets through and nmt's dataclasses reject.
         ({"models": {"t": {"arch": "transformer", "d_modle": 8}}}, "models.t: unknown key 'd_modle'"),
+        # the known keys listed with those a model entry takes besides its architecture's (training was left out)
+        (
+            {"models": {"t": {"arch": "rnn", "trainng": {"max_steps": 5}}}},
+            "models.t: unknown key 'trainng' (known keys of a rnn: arch, size, training, ",
+        ),
         ({"models": {"t": {"arch": "rnn", "size": "huge"}}}, "models.t.size: 'huge' is not a rnn size"),
         ({"models": {"t": {"arch": "rnn", "training": {"lr": "x"}}}}, "models.t.training.lr: expected float, got 'x'"),
         (
