@@ -202,9 +202,15 @@ def check_direction(direction: str, pairs: list[str], where: str) -> None:
     if src == trg:
         raise ConfigError(f"{where}: '{direction}' translates a language into itself")
     if direction not in pairs and f"{trg}-{src}" not in pairs:
+        vias = [
+            lang
+            for lang in dict.fromkeys(p.split("-")[1] for p in pairs)
+            if {f"{src}-{lang}", f"{lang}-{trg}"} <= set(pairs)
+        ]
+        by_pivot = f"by pivot (pivot: {{{direction}: {vias[0]}}}) or " if vias else ""
         raise ConfigError(
             f"{where}: '{direction}' has no data (neither {direction} nor {trg}-{src} is in pairs); add one of them "
-            f"to pairs, or translate it by pivot (pivot: {{{direction}: en}}) or as a zero-shot direction (zero_shot)"
+            f"to pairs, or translate it {by_pivot}as a zero-shot direction (zero_shot)"
         )
 
 

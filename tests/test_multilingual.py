@@ -80,7 +80,12 @@ def test_a_systems_training_meta_and_subword_model():
         (
             {"multilingual": {"m": {"directions": ["en-de", "en-cs"], "model": "transformer"}}},
             "multilingual.m.directions: 'en-cs' has no data (neither en-cs nor cs-en is in pairs); add one of them "
-            "to pairs, or translate it by pivot (pivot: {en-cs: en}) or as a zero-shot direction (zero_shot)",
+            "to pairs, or translate it as a zero-shot direction (zero_shot)",
+        ),
+        (  # a pivot is offered where the pairs make its chain: de-en and en-fr
+            {"multilingual": {"m": {"directions": ["en-de", "de-fr"], "model": "transformer"}}},
+            "multilingual.m.directions: 'de-fr' has no data (neither de-fr nor fr-de is in pairs); add one of them "
+            "to pairs, or translate it by pivot (pivot: {de-fr: en}) or as a zero-shot direction (zero_shot)",
         ),
         (
             {"multilingual": {"m": {"directions": ["de-en", "en-fr"], "model": "transformer", "zero_shot": ["fr-de"]}}},

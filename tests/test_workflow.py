@@ -189,7 +189,7 @@ def test_presets_validate_and_dry_run(tmp_path, preset):
         (
             {"multilingual": {"m": {"directions": ["en-de", "en-fr"], "model": "rnn"}}},
             "multilingual.m.directions: 'en-fr' has no data (neither en-fr nor fr-en is in pairs); add one of them to "
-            "pairs, or translate it by pivot (pivot: {en-fr: en}) or as a zero-shot direction (zero_shot)",
+            "pairs, or translate it as a zero-shot direction (zero_shot)",
         ),
         (
             {"multilingual": {"m": {"directions": ["en-de", "de-en"], "model": "rnn", "zero_shot": ["de-fr"]}}},
