@@ -51,7 +51,7 @@ def translate(args: argparse.Namespace) -> None:
     from nmt.atomic import atomic_text, check_apart, check_file_outputs
     from nmt.decoding.streaming import check_source, read_source, translate_windows
     from nmt.decoding.translation import load_decoding
-    from nmt.model_dir import normalize_input, tag_input
+    from nmt.model_dir import input_tag, normalize_input, tag_input
 
     config = decode_config(args)
     if args.nbest is not None and (config.method != "beam" or args.nbest > config.beam_size):
@@ -61,6 +61,7 @@ def translate(args: argparse.Namespace) -> None:
     name = str(check_source(args.input, pipes=True)) if args.input else "stdin"
     check_file_outputs(args.output)
     check_apart([args.output], [args.input, *args.model])
+    input_tag(args.model[0], args.trg_lang)  # a multilingual model's first question, before the source language's
     keep_freed_memory(mkl_buffers=False)  # reuse each step's freed tensors instead of faulting pages in
     translator = load_decoding(args.model, config, args.device, args.bf16, threads=args.threads, workers=args.workers)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)

@@ -250,11 +250,18 @@ def normalize_input(model_dir: str | Path, lines: Iterable[str], src_lang: str |
 
 
 def tag_input(model_dir: str | Path, lines: Iterable[str], trg_lang: str | None = None) -> Iterable[str]:
-    """``lines`` each with the tag of the target language ``trg_lang`` first, as a multilingual model's training
-    sources (its meta.json's tags, Johnson et al. 2017); an empty line stays empty (it is not translated). The lines
-    of a bilingual model stay as they are.
+    """``lines`` each with :func:`input_tag` first, as a multilingual model's training sources (Johnson et al.
+    2017); an empty line stays empty (it is not translated). The lines of a bilingual model stay as they are."""
+    tag = input_tag(model_dir, trg_lang)
+    return lines if tag is None else (f"{tag} {line}" if line.strip() else line for line in lines)
 
-    :raises ConfigError: naming the meta file for a multilingual model without ``trg_lang`` or without its tag
+
+def input_tag(model_dir: str | Path, trg_lang: str | None = None) -> str | None:
+    """The tag of the target language ``trg_lang`` that starts every source of the multilingual model ``model_dir``
+    (its meta.json's tags); None for a bilingual model.
+
+    :raises ConfigError: naming the meta file for a multilingual model without ``trg_lang`` or without its tag, or a
+        bilingual model into another language
     :raises DataError: when the tag is not one piece of the model's source subword model (another model's file)
     """
     meta = read_meta(model_dir) or {}
@@ -263,7 +270,7 @@ def tag_input(model_dir: str | Path, lines: Iterable[str], trg_lang: str | None 
     if not tags:
         if trg_lang and meta.get("trg_lang") not in (None, trg_lang):
             raise ConfigError(f"{path}: the model translates into {meta['trg_lang']}, not into '{trg_lang}'")
-        return lines
+        return None
     known = ", ".join(f"{lang} {tag}" for lang, tag in tags.items())
     if trg_lang not in tags:
         asked = f"no tag for '{trg_lang}'" if trg_lang else "give the target language (--trg-lang)"
@@ -271,4 +278,4 @@ def tag_input(model_dir: str | Path, lines: Iterable[str], trg_lang: str | None 
     tag = tags[trg_lang]
     if missing_pieces(Path(model_dir) / SRC_SPM, [tag]):
         raise DataError(f"{Path(model_dir) / SRC_SPM}: the tag {tag} of {path} is no piece of the source subword model")
-    return (f"{tag} {line}" if line.strip() else line for line in lines)
+    return tag

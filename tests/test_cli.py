@@ -80,6 +80,16 @@ def same_size_vocabulary(model_dir: Path) -> None:
     (model_dir / "src.model").write_bytes(proto.SerializeToString())
 
 
+def many_to_many(model_dir: Path) -> None:
+    """The meta.json of a model from and into German and English (its subword model lacks their tags, which is
+    checked after the target language is asked)."""
+    meta = json.loads((model_dir / "meta.json").read_text())
+    meta["source_normalization"] = {**(meta["source_normalization"] or {}), "lang": None, "langs": ["de", "en"]}
+    meta["source_normalization"].setdefault("moses_punctuation", True)
+    meta["multilingual"] = {"directions": ["de-en", "en-de"], "tags": {"de": "<2de>", "en": "<2en>"}}
+    (model_dir / "meta.json").write_text(json.dumps(meta))
+
+
 # What a case needs on disk: {name: bytes} files in tmp, or a model directory variant.
 MODELS = {
     "trained": lambda tmp, m: m,
@@ -94,6 +104,7 @@ MODELS = {
     "model.pt of another spec": lambda tmp, m: model_copy(tmp, m, lambda c: other_architecture(c / "model.pt")),
     "model.pt a directory": lambda tmp, m: model_copy(tmp, m, lambda c: replace_by_directory(c / "model.pt")),
     "one folder too high": lambda tmp, m: results_tree(tmp, m) / "en-de/transformer",
+    "many-to-many": lambda tmp, m: model_copy(tmp, m, many_to_many),
 }
 
 
@@ -145,6 +156,9 @@ CASES = [
     ("subword: a Latin-1 line", ["subword", "--src", "{tmp}/src", "--trg", "{tmp}/trg", "--src-spm", "{tmp}/m",
      "--trg-spm", "{tmp}/t.model"], "trained", b"", {"src": b"the cat\n", "trg": b"die Katze\nf\xfcr\n"}, 1,
      r"error: {tmp}/trg: line 2 is not UTF-8 \(invalid start byte\)", None),
+    ("translate: a many-to-many model without --trg-lang", T, "many-to-many", b"the cat\n", {}, 1,
+     r"error: {model}/meta.json: a multilingual model \(target languages and tags: de <2de>, en <2en>\): give the "
+     r"target language \(--trg-lang\)$", None),
     ("translate: no newline at the end", T, "trained", b"the dog runs\nthe cat", {}, 0, None,
      ["the dog runs", "the cat"]),
     ("translate: empty input", T, "trained", b"", {}, 0, None, []),

@@ -589,7 +589,9 @@ def test_multilingual_pivot_and_zero_shot_rows_end_to_end(tmp_path):
         [*translate, "--trg-lang", "fr", "--src-lang", "de"], input="Ein Hund.\n", capture_output=True, text=True
     )
     assert out.returncode == 0 and len(out.stdout.splitlines()) == 1, out.stderr
-    out = subprocess.run(translate, input="Ein Hund.\n", capture_output=True, text=True)
+    out = subprocess.run(translate, input="Ein Hund.\n", capture_output=True, text=True)  # the target asked first
+    assert out.returncode == 1 and "tags: de <2de>, en <2en>, fr <2fr>): give the target language" in out.stderr
+    out = subprocess.run([*translate, "--trg-lang", "fr"], input="Ein Hund.\n", capture_output=True, text=True)
     assert out.returncode == 1 and "translates from de, en, fr: give the source language (--src-lang)" in out.stderr
     again = snakemake("--cores", "2", "-n", "--config", f"mirror={MIRROR}", workdir=workdir)
     assert "Nothing to be done" in again.stdout + again.stderr
