@@ -409,7 +409,7 @@ def add_binarize_command(commands: Commands) -> None:
 
 def add_export_command(commands: Commands) -> None:
     p = commands.add_parser("export", help="convert a Transformer model directory for CTranslate2")
-    p.add_argument("--quantization", help="CTranslate2 weight type, e.g. int8 or float16 (default: float32)")
+    p.add_argument("--quantization", help="CTranslate2 weight type, e.g. int8 or float16; none given: float32")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists")
     p.add_argument("model_dir", help="model directory (model.pt, src.model, trg.model)")
     p.add_argument("out", help="output directory of the CTranslate2 model")
