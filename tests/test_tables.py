@@ -449,3 +449,40 @@ def test_budget_notes_say_what_a_models_systems_held_equal():
     ]
     long.loc[2, "steps"] = 6000
     assert "different numbers of updates: parallel 5,000; parallel+bt (greedy) 6,000" in budget_notes(long)[0]
+    # A second model of the same architecture and size (a student): each note names its model, as the rows do.
+    student = long.iloc[:3].assign(model="student", steps=20)
+    assert [note.split(":")[0] for note in budget_notes(pd.concat([long, student]))] == [
+        "EN-DE Transformer (small) (transformer)",
+        "EN-DE Transformer (small) (student)",
+    ]
+
+
+def test_the_significance_note_names_each_pairs_baseline_by_its_row():
+    """Pairs tested against different systems (a pivot row where no bilingual model exists) are named per pair, and
+    a baseline whose label other rows share is named by its row's label, model and stage included."""
+    row = dict(testset="t", arch="transformer", size="small", seed=1, bleu=30.0, data="parallel")
+    summary = summarize_seeds(
+        pd.DataFrame(
+            [
+                {**row, "pair": "en-de", "model": "transformer", "stage": "baseline"},
+                {**row, "pair": "en-de", "model": "student", "stage": "baseline"},
+                {**row, "pair": "de-fr", "model": "transformer", "stage": "pivot", "data": "pivot via en"},
+                {**row, "pair": "de-fr", "model": "m2m", "stage": "multilingual", "data": "zero-shot"},
+            ]
+        )
+    )
+    tested = dict(testset="t", seed=1, metric="bleu", p_value=0.001, direction="better", baseline_seed=1)
+    base = dict(baseline_arch="transformer", baseline_size="small")
+    significance = pd.DataFrame(
+        [
+            {**tested, **base, "pair": "en-de", "model": "student", "stage": "baseline", "baseline_data": "parallel",
+             "baseline_model": "transformer", "baseline_stage": "baseline"},
+            {**tested, **base, "pair": "de-fr", "model": "m2m", "stage": "multilingual",
+             "baseline_data": "pivot via en", "baseline_model": "transformer", "baseline_stage": "pivot"},
+        ]
+    )  # fmt: skip
+    _, notes = wide_table(summary, significance=significance)
+    assert notes[0].startswith(
+        "† significantly better than the baseline system (EN-DE: Transformer (small) (transformer, baseline); "
+        "DE-FR: Transformer (small), pivot via en) at p < 0.05"
+    ), notes

@@ -158,13 +158,17 @@ def read_significance(path: str | Path) -> list[dict[str, Any]]:
     return df.astype(object).where(df.notna(), None).to_dict("records")
 
 
+# What the significance frame records of the system each run is tested against (as baseline_arch, ...).
+BASELINE_KEYS = ("arch", "size", "data", "seed", "model", "stage")
+
+
 def significance_frame(records: list[dict[str, Any]], long: pd.DataFrame) -> pd.DataFrame:
     """The ``significance`` frame of :func:`nmt.evaluation.tables.wide_table`: test records joined to the score records
     of the long table by the path of the translation they test (the records' ``hyp``).
 
     :param long: the table of :func:`nmt.evaluation.tables.collect_scores`, with hyp and seed columns
-    :return: columns pair, testset, model, stage, seed, metric, p_value, direction, and baseline_arch,
-        baseline_size, baseline_data, baseline_seed naming the system tested against
+    :return: columns pair, testset, model, stage, seed, metric, p_value, direction, and baseline_ of each of
+        :data:`BASELINE_KEYS`, naming the system tested against
     :raises DataError: for a record of no score record
     """
     for column in ("hyp", "seed"):
@@ -180,11 +184,11 @@ def significance_frame(records: list[dict[str, Any]], long: pd.DataFrame) -> pd.
                 "metric": record["metric"],
                 "p_value": record["p_value"],
                 "direction": record["direction"],
-                **{f"baseline_{key}": baseline.get(key, "") for key in ("arch", "size", "data", "seed")},
+                **{f"baseline_{key}": baseline.get(key, "") for key in BASELINE_KEYS},
             }
         )
     columns = ["pair", "testset", "model", "stage", "seed", "metric", "p_value", "direction"]
-    return pd.DataFrame(rows, columns=columns + ["baseline_arch", "baseline_size", "baseline_data", "baseline_seed"])
+    return pd.DataFrame(rows, columns=columns + [f"baseline_{key}" for key in BASELINE_KEYS])
 
 
 def _system_of(systems: dict[str, dict[str, Any]], hyp: str) -> dict[str, Any]:

@@ -227,7 +227,8 @@ def wide_table(
         if costs:
             target |= {(heading[row["pair"], row["testset"]], name): text for name, text in cost_cells(row).items()}
     if tested:
-        notes.append(_significance_note(significance, set(tested.values())))
+        row_labels = {(r["pair"], r["model"], r["stage"], r["kind"]): labels[i] for i, r in summary.iterrows()}
+        notes.append(_significance_note(significance, set(tested.values()), row_labels))
     notes += ([TOKENIZED_BLEU_NOTE] if tokenized else []) + ([COSTS_NOTE] if costs else [])
 
     table = pd.DataFrame(
@@ -325,20 +326,34 @@ def _significant(summary: pd.DataFrame, significance: pd.DataFrame, metrics: tup
     return marks
 
 
-def _significance_note(significance: pd.DataFrame, used: set[str]) -> str:
-    """The footnote of the significance marks ``used``, naming the baseline system(s) when the frame says which."""
+def _significance_note(significance: pd.DataFrame, used: set[str], row_labels: dict[tuple, str]) -> str:
+    """The footnote of the significance marks ``used``, naming the baseline system(s) when the frame says which: by
+    their row labels (``row_labels``: (pair, model, stage, kind) -> label), per pair where pairs differ in it."""
     baselines = ""
     if {"baseline_arch", "baseline_size", "baseline_data", "baseline_seed"} <= set(significance.columns):
-        rows = significance[["baseline_arch", "baseline_size", "baseline_data", "baseline_seed"]].drop_duplicates()
-        names = [
-            system_label(arch, size, data, seed_kind(seed)) for arch, size, data, seed in rows.itertuples(index=False)
-        ]
-        baselines = " (" + "; ".join(dict.fromkeys(names)) + ")"
+        per_pair: dict[str, dict[str, None]] = {}
+        for row in significance.to_dict("records"):
+            per_pair.setdefault(row["pair"], {})[_baseline_label(row, row_labels)] = None
+        pairs_of: dict[str, list[str]] = {}
+        for pair, names in per_pair.items():
+            pairs_of.setdefault("; ".join(names), []).append(pair.upper())
+        if len(pairs_of) == 1:
+            baselines = f" ({next(iter(pairs_of))})"
+        else:
+            baselines = " (" + "; ".join(f"{', '.join(pairs)}: {names}" for names, pairs in pairs_of.items()) + ")"
     marks = ", ".join(f"{mark} significantly {way}" for way, mark in SIGNIFICANCE_MARKS.items() if mark in used)
     return (
         f"{marks} than the baseline system{baselines} at p < {SIGNIFICANCE_LEVEL} (better: a higher BLEU or chrF, "
         "a lower TER; sacreBLEU paired bootstrap resampling; over several seeds: for every seed, the same way)."
     )
+
+
+def _baseline_label(row: dict[str, Any], row_labels: dict[tuple, str]) -> str:
+    """The row label of the system a significance record tests against; from its architecture where the table
+    has no such row (a frame without baseline_model)."""
+    kind = seed_kind(row["baseline_seed"])
+    key = (row["pair"], row.get("baseline_model"), row.get("baseline_stage"), kind)
+    return row_labels.get(key) or system_label(row["baseline_arch"], row["baseline_size"], row["baseline_data"], kind)
 
 
 # The footnote of the BLEU (lc tok) column: what it counts and which figures it compares with (docs/results.md).
@@ -378,12 +393,14 @@ def budget_notes(long: pd.DataFrame) -> list[str]:
     if not {"steps", "train_seconds"} <= set(long.columns):
         return []
     singles = long[long["seed"].map(seed_kind) == "single"].drop_duplicates(["pair", "model", "stage"])
+    models = singles.drop_duplicates(["model"])
+    labels = dict(zip(models["model"], map(system_label, models["arch"], models["size"]), strict=True))
+    shared = {label for label in labels.values() if list(labels.values()).count(label) > 1}
     notes = []
-    for (pair, _), runs in singles.groupby(["pair", "model"], sort=False):
+    for (pair, model), runs in singles.groupby(["pair", "model"], sort=False):
         if len(runs) < 2:
             continue
-        first = runs.iloc[0]
-        label = system_label(first["arch"], first["size"])
+        label = labels[model] + (f" ({model})" if labels[model] in shared else "")  # as the rows tell them apart
         minutes = "; ".join(
             f"{data} {seconds / 60:.1f}" for data, seconds in zip(runs["data"], runs["train_seconds"], strict=True)
         )
