@@ -23,9 +23,13 @@ from nmt.training.files import TrainFiles
 
 def decode_config(args: argparse.Namespace) -> DecodeConfig:
     """The search of ``translate``'s options. Without ``--method`` it is the config's default (beam), or greedy
-    search with ``--runtime ctranslate2``, whose beam search is GNMT's only with ``--length-normalization ctranslate2``
-    (it normalises by ``length ** alpha``)."""
-    method = args.method or ("greedy" if args.runtime == "ctranslate2" else DecodeConfig.method)
+    search in CTranslate2 (``--runtime ctranslate2``, or ``auto`` on an export, which runs there only), whose beam
+    search is GNMT's only with ``--length-normalization ctranslate2`` (it normalises by ``length ** alpha``)."""
+    from nmt.model_dir import EXPORT_FILE
+
+    export = any((Path(model) / EXPORT_FILE).is_file() for model in args.model)
+    in_ctranslate2 = args.runtime == "ctranslate2" or (args.runtime == "auto" and export)
+    method = args.method or ("greedy" if in_ctranslate2 else DecodeConfig.method)
     return from_dict(
         DecodeConfig,
         {

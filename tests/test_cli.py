@@ -499,6 +499,8 @@ def test_an_export_is_a_model_of_the_ctranslate2_runtime(trained_model, tmp_path
     status, ct2_out, stderr = run_main(argv, src, capsys, monkeypatch)
     assert status == 0, stderr
     assert ct2_out == torch_out and len(ct2_out.splitlines()) == 3
+    status, auto_out, stderr = run_main([*argv[:-1], "auto"], src, capsys, monkeypatch)  # an export: greedy as well
+    assert status == 0 and auto_out == torch_out, stderr
     status, _, stderr = run_main(["translate", "--model", str(export)], src, capsys, monkeypatch)
     assert status == 1
     check_stderr(
