@@ -86,7 +86,8 @@ def test_teacher_and_students_side_by_side(tmp_path):
     assert "| student student/distilled/seed1, ctranslate2 int8, greedy |" in md
     assert "than the teacher (first row)" in md
     # How the speed was measured: alone, repeated, on which CPU, threads and commit.
-    assert "each row run alone on the machine, the median of 3 runs" in md
+    assert "each row run with no other job of the workflow beside it (other processes" in md
+    assert "are not stopped), the median of 3 runs" in md
     assert "CPU Toy CPU 3000, 1 thread, commit abc1234." in md
     plot_distillation(table, tmp_path / "d.png")
     assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")

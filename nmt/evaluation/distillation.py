@@ -257,7 +257,8 @@ def write_distillation_table(
         f"original pairs, {better}/{worse} if the paired bootstrap between the two finds it significantly better/"
         "worse.\n\n"
         "Speed: sentences per second of the whole `python -m nmt translate` process (start-up, model loading and "
-        f"search), each row run alone on the machine, {runs} interleaved with the other rows'; speed-up: the "
+        "search), each row run with no other job of the workflow beside it (other processes on the machine are not "
+        f"stopped), {runs} interleaved with the other rows'; speed-up: the "
         f"teacher's seconds over the row's. CPU {timing['cpu']}, {timing['threads']} thread"
         f"{'s' if timing['threads'] > 1 else ''}, commit {timing['commit']}.\n"
     )
