@@ -126,14 +126,9 @@ def set_aside_other_training(model_dir: Path, identity: dict[str, Any]) -> bool:
         shutil.rmtree(replaced, ignore_errors=True)
         ckpt_dir.rename(replaced)
         ckpt_dir.mkdir()
-        what, model = "; ".join(differ), replaces if other_model else ""
-        log.warning(
-            "%s is of another training (%s): training from scratch; checkpoints moved to %s%s",
-            last,
-            what,
-            replaced,
-            model,
-        )
+        what, then = "; ".join(differ), replaces if other_model else ""
+        moved = f"checkpoints moved to {replaced}{then}"
+        log.warning("%s is of another training (%s): training from scratch; %s", last, what, moved)
     elif last.exists() or previous_path(last).exists():
         return True  # unreadable: resuming says what is wrong with each file
     elif other_model:  # and no checkpoints, which would say whose it is
