@@ -58,6 +58,10 @@ def translate(args: argparse.Namespace) -> None:
     from nmt.model_dir import input_tag, normalize_input, tag_input
 
     config = decode_config(args)
+    if args.src_lang and args.src_lang == args.trg_lang:
+        raise ConfigError(
+            f"translate: --src-lang and --trg-lang are both '{args.src_lang}'; a model translates between two"
+        )
     if args.nbest is not None and (config.method != "beam" or args.nbest > config.beam_size):
         raise ConfigError(f"translate: --nbest {args.nbest} needs --method beam and --beam-size >= {args.nbest}")
     if args.input is None and sys.stdin is None:

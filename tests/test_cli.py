@@ -159,6 +159,8 @@ CASES = [
     ("translate: a many-to-many model without --trg-lang", T, "many-to-many", b"the cat\n", {}, 1,
      r"error: {model}/meta.json: a multilingual model \(target languages and tags: de <2de>, en <2en>\): give the "
      r"target language \(--trg-lang\)$", None),
+    ("translate: a language into itself", [*T, "--src-lang", "de", "--trg-lang", "de"], "many-to-many", b"the cat\n",
+     {}, 1, r"error: translate: --src-lang and --trg-lang are both 'de'; a model translates between two$", None),
     ("translate: no newline at the end", T, "trained", b"the dog runs\nthe cat", {}, 0, None,
      ["the dog runs", "the cat"]),
     ("translate: empty input", T, "trained", b"", {}, 0, None, []),
