@@ -154,6 +154,10 @@ class CorpusConfig:
             raise ConfigError(f"{where}: '{location}' needs a {{lang}} placeholder (or member, or tsv_columns)")
         if self.member is not None and self.tsv_columns:
             raise ConfigError(f"{where}: member and tsv_columns exclude each other")
+        columns = list((self.tsv_columns or {}).values())
+        twice = next((column for column in columns if columns.count(column) > 1), None)
+        if twice is not None:
+            raise ConfigError(f"{where}.tsv_columns: two languages read column {twice}; each needs its own")
         _positive(where, weight=self.weight)
         self._check_tokenized_ref(f"{where}.tokenized_ref")
         known = [f.name for f in dataclasses.fields(CleanConfig) if f.name != "normalize_punctuation"]

@@ -428,3 +428,10 @@ def check_data(data: DataRoles, corpora: dict[str, CorpusConfig], pairs: list[st
             columns = corpora[name].tsv_columns
             if columns and lang not in columns:
                 raise ConfigError(f"corpora.{name}.tsv_columns: no column for '{lang}' (needed by pair {pair})")
+        for name in dict.fromkeys(name for name, _ in needs):
+            member = corpora[name].member
+            if member is not None and "{lang}" not in member:  # both sides would read it: a source its own reference
+                raise ConfigError(
+                    f"corpora.{name}.member: '{member}' needs a {{lang}} placeholder: both languages of pair {pair} "
+                    "would read the same member"
+                )

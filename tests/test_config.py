@@ -43,6 +43,8 @@ SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text
         (CorpusConfig, {"importer": "hf"}, "train.importer: 'hf' is not one of 'url', 'local', 'opus', 'sacrebleu'"),
         (CorpusConfig, {"importer": "sacrebleu", "test_set": "wmt14"}, "importer 'sacrebleu' needs the key 'langpair'"),
         (CorpusConfig, {"url": "a.txt", "member": "m", "tsv_columns": {"en": 0}}, "member and tsv_columns exclude"),
+        # both languages would read the same text: a test set's source its own reference
+        (CorpusConfig, {"url": "a.tsv", "tsv_columns": {"en": 0, "cs": 0}}, "train.tsv_columns: two languages read"),
         (CleanConfig, {"min_alpha": 1.5}, "train.min_alpha: must be in [0, 1]"),
         (TrainConfig, {"optimizer": "sgd"}, "train.optimizer: 'sgd' is not one of 'adam', 'nesterov'"),
         (TrainConfig, {"lr_schedule": "step"}, "train.lr_schedule: 'step' is not one of 'inverse_sqrt'"),

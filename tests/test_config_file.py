@@ -124,6 +124,11 @@ ONE_LANGUAGE = {"importer": "local", "path": "news.tgz", "member": "news.de"}  #
             "training.corpus_weights: set each training corpus's weight (corpora.NAME.weight)",
         ),
         ({"seeds": [1, -2]}, "seeds: a seed must be from 0 to 2147483647, got -2"),
+        # a pair's corpus from an archive member named without {lang}: both sides would read it
+        (
+            {"corpora": {**TINY["corpora"], "test_2016_flickr": {"url": "t.tgz", "member": "test.en"}}},
+            "corpora.test_2016_flickr.member: 'test.en' needs a {lang} placeholder: both languages of pair en-de",
+        ),
         (
             {"backtranslation": {**TINY["backtranslation"], "seed": 2**40}},
             "backtranslation.seed: a seed must be from 0 to 2147483647, got 1099511627776",

@@ -152,8 +152,33 @@ def test_extract_tsv_column_keeps_alignment(tmp_path: Path, compress) -> None:
     dest = tmp_path / "out" / "corpus.trg"
     assert extract_tsv_column(path, 1, dest) == 3
     assert dest.read_text(encoding="utf-8").split("\n") == ["b", "", "", "", "e", ""]
-    assert extract_tsv_column(path, 0, tmp_path / "corpus.src") == 1  # an empty line has one (empty) column
-    assert (tmp_path / "corpus.src").read_text(encoding="utf-8").split("\n") == ["a", "short", "", "", "d", ""]
+    # The short line lacks the other side: empty on this side too (an empty line is an empty pair, not counted).
+    assert extract_tsv_column(path, 0, tmp_path / "corpus.src") == 2
+    assert (tmp_path / "corpus.src").read_text(encoding="utf-8").split("\n") == ["a", "", "", "", "d", ""]
+
+
+def test_a_tab_inside_a_field_empties_its_line_on_every_side(tmp_path: Path, caplog) -> None:
+    """A line with more fields than the first (a tab inside a field) would give one side a cut sentence and the
+    other the rest of it: every column writes it empty, so the cleaning drops the pair and counts it."""
+    path = tmp_path / "c.tsv"
+    path.write_text("a dog\tein Hund\nthe red\tcar\tdas rote Auto\ntwo cats\tzwei Katzen\n", encoding="utf-8")
+    sides = []
+    for column in (0, 1):
+        assert extract_tsv_column(path, column, tmp_path / f"{column}.txt", "corpus.tsv") == 1
+        sides.append((tmp_path / f"{column}.txt").read_text(encoding="utf-8").splitlines())
+    assert sides == [["a dog", "", "two cats"], ["ein Hund", "", "zwei Katzen"]]
+    assert "corpus.tsv: 1 of 3 lines have another number of tab-separated fields than the first line (2" in caplog.text
+
+
+def test_a_tsv_column_no_line_has_is_an_error(tmp_path: Path) -> None:
+    """A column beyond every line (a wrong tsv_columns) is an error naming the configured file, not a corpus of
+    empty lines (a dev set of empty references, a training set whose every pair the cleaning drops)."""
+    path = tmp_path / "c.tsv"
+    path.write_text("a dog\tein Hund\nthe red\tcar\tdas rote Auto\n", encoding="utf-8")
+    with pytest.raises(DataError) as excinfo:
+        extract_tsv_column(path, 2, tmp_path / "out.txt", "data/dev.tsv")
+    assert_one_line(excinfo, "data/dev.tsv: no line has a column 2 (the first line has 2 tab-separated fields)")
+    assert not (tmp_path / "out.txt").exists()
 
 
 def test_extract_tsv_column_empty_file(tmp_path: Path) -> None:

@@ -104,35 +104,53 @@ def _copy_atomically(stream: IO[bytes], dest: Path) -> None:
         shutil.copyfileobj(stream, f, CHUNK_BYTES)
 
 
-def extract_tsv_column(path: str | Path, column: int, dest: str | Path) -> int:
+def extract_tsv_column(path: str | Path, column: int, dest: str | Path, name: str | None = None) -> int:
     """Write one column of a tab-separated file to ``dest``, one output line per input line, atomically.
 
-    A line with too few columns or invalid UTF-8 becomes an empty line rather than being skipped, so the
-    column stays aligned with the other side of the corpus; the cleaning stage drops and counts empty pairs.
+    A line with too few columns, with another number of columns than the first line (a tab inside a field shifts
+    or cuts the fields after it) or with invalid UTF-8 becomes an empty line rather than being skipped, so the
+    column stays aligned with the other side of the corpus, which gets an empty line there too; the cleaning stage
+    drops and counts empty pairs, and a warning counts them here.
 
     :param path: the TSV file (plain, gzip or xz, detected from the content)
     :param column: 0-based column index
     :param dest: the output text file
-    :return: the number of lines written empty because they were short or not UTF-8
-    :raises DataError: if the file is missing, unreadable or empty, or ``column`` is negative
+    :param name: what messages call the file (the configured location; default ``path``)
+    :return: the number of lines written empty because they were short, ragged or not UTF-8
+    :raises DataError: if the file is missing, unreadable or empty, ``column`` is negative, or no line has it
     """
+    name = name or str(path)
     if column < 0:
-        raise DataError(f"{path}: TSV column must be 0 or more, got {column}")
-    lines = bad = 0
+        raise DataError(f"{name}: TSV column must be 0 or more, got {column}")
+    lines = short = ragged = 0
+    width = None  # the number of fields of the first line
     with atomic_text(dest) as f:
         for line in open_text(path):
             lines += 1
             fields = line.split("\t") if line is not None else []
+            width = width or len(fields)
             if len(fields) <= column:
-                bad += 1
-                f.write("\n")
+                short += 1
+            elif len(fields) != width and line.strip():
+                ragged += 1
             else:
-                f.write(fields[column] + "\n")
+                f.write(fields[column])
+            f.write("\n")
         if lines == 0:
             raise DataError(f"{path}: empty file")
-    if bad:
-        log.warning("%s: %d of %d lines too short for column %d or not UTF-8, written empty", path, bad, lines, column)
-    return bad
+        if short + ragged == lines:
+            raise DataError(f"{name}: no line has a column {column} (the first line has {width} tab-separated fields)")
+    if short:
+        log.warning(
+            "%s: %d of %d lines too short for column %d or not UTF-8, written empty", name, short, lines, column
+        )
+    if ragged:
+        log.warning(
+            "%s: %d of %d lines have another number of tab-separated fields than the first line (%d; a tab inside a "
+            "field?), written empty",
+            *(name, ragged, lines, width),
+        )
+    return short + ragged
 
 
 def opus_urls(corpus: str, version: str, src: str, trg: str) -> list[tuple[str, str]]:
@@ -347,8 +365,8 @@ def import_corpus(
     if config.tsv_columns:
         if lang not in config.tsv_columns:
             raise ConfigError(f"{archive}: tsv_columns has no column for '{lang}'")
-        bad = extract_tsv_column(archive, config.tsv_columns[lang], dest)
-        origin = {"archive": str(archive), "column": config.tsv_columns[lang], "short_or_invalid_lines": bad}
+        bad = extract_tsv_column(archive, config.tsv_columns[lang], dest, config.location)
+        origin = {"archive": str(archive), "column": config.tsv_columns[lang], "lines_written_empty": bad}
     else:
         if config.importer == "opus":
             pair_dir = json.loads(archive.with_name(archive.name + ".manifest.json").read_text())["pair_dir"]
