@@ -8,12 +8,11 @@ import pytest
 from conftest import assert_one_line
 
 from nmt.errors import ConfigError, DataError
+from nmt.evaluation.stale_results import remove_stale_results, stale_results
 from nmt.evaluation.tables import (
     budget_notes,
     collect_scores,
     decoding_notes,
-    remove_stale_results,
-    stale_results,
     summarize_seeds,
     wide_table,
     write_tables,

@@ -5,11 +5,11 @@ from nmt.config import TablesConfig, from_dict
 from nmt.entry import entry_point
 from nmt.evaluation.report import write_result_pages
 from nmt.evaluation.significance import read_significance, significance_frame
+from nmt.evaluation.stale_results import remove_stale_results
 from nmt.evaluation.tables import (
     budget_notes,
     collect_scores,
     decoding_notes,
-    remove_stale_results,
     summarize_seeds,
     wide_table,
     write_tables,
