@@ -116,7 +116,8 @@ def train_files(args: argparse.Namespace) -> TrainFiles:
 
 def train(args: argparse.Namespace) -> None:
     from nmt.allocator import keep_freed_memory
-    from nmt.config import ModelMeta, TrainConfig
+    from nmt.config import TrainConfig
+    from nmt.model_config import ModelMeta
     from nmt.training.loop import train as train_model
 
     config = from_dict(TrainConfig, args.training, "--training")
@@ -397,7 +398,9 @@ def add_train_command(commands: Commands) -> None:
     p.add_argument("--src-spm", required=True, help="source sentencepiece model (python -m nmt subword)")
     p.add_argument("--trg-spm", required=True, help="target sentencepiece model")
     p.add_argument("--model-dir", required=True, help="the model directory to write (resumes its checkpoints)")
-    p.add_argument("--meta", type=json_mapping, help="languages and normalization for meta.json (nmt.config.ModelMeta)")
+    p.add_argument(
+        "--meta", type=json_mapping, help="languages and normalization for meta.json (nmt.model_config.ModelMeta)"
+    )
     p.add_argument("--log-file", help="append the log to this file (default: stderr)")
     p.set_defaults(run=train)
 

@@ -34,6 +34,8 @@ def from_dict(cls: type[C], data: dict[str, Any] | None, where: str) -> C:
     hints = typing.get_type_hints(cls)
     for name, value in data.items():
         data[name] = _check_value(value, hints[name], f"{where}.{name}")
+        if name == "seed" or name.endswith("_seed"):  # every section's seeds, by one rule
+            check_seed(f"{where}.{name}", data[name])
     obj = cls(**data)
     check = getattr(obj, "check", None)
     if check is not None:
@@ -253,7 +255,6 @@ class CleanConfig:
         return from_dict(CleanConfig, {**dataclasses.asdict(self), **overrides}, where)
 
     def check(self, where: str) -> None:
-        check_seed(f"{where}.seed", self.seed)
         _positive(
             where,
             min_length=self.min_length,
@@ -279,7 +280,6 @@ class SubwordConfig:
     seed: int = 1
 
     def check(self, where: str) -> None:
-        check_seed(f"{where}.seed", self.seed)
         _positive(where, vocab_size=self.vocab_size, input_sentence_size=self.input_sentence_size)
         if not 0 < self.character_coverage <= 1:
             raise ConfigError(f"{where}.character_coverage: must be in (0, 1], got {self.character_coverage}")
@@ -336,7 +336,6 @@ class TrainConfig:
         return dataclasses.replace(self, threads=self.threads or threads)
 
     def check(self, where: str) -> None:
-        check_seed(f"{where}.seed", self.seed)
         _positive(
             where,
             batch_tokens=self.batch_tokens,
@@ -410,29 +409,6 @@ class TrainConfig:
         return configs
 
 
-@dataclass
-class ModelMeta:
-    """What translating with a model needs to know of its training data, recorded in the model directory.
-
-    ``src_lang`` and ``normalize_punctuation`` rebuild the normalizer that cleaning applied to the
-    sources (:class:`nmt.data.normalize.Normalizer`); ``tagged_bt`` says whether synthetic training sources
-    started with the back-translation tag (real inputs never do). A multilingual model's ``directions``
-    (``SRC-TRG``) say which target-language tags its sources start with (:func:`nmt.vocab.target_tag`) and which
-    source languages it normalizes; its ``src_lang`` (``trg_lang``) is empty when it has several.
-    """
-
-    src_lang: str
-    trg_lang: str
-    normalize_punctuation: bool = True
-    tagged_bt: bool = False
-    directions: list[str] | None = None
-
-    def check(self, where: str) -> None:
-        for direction in self.directions or []:
-            if not re.fullmatch(r"[a-z]{2,3}-[a-z]{2,3}", direction):
-                raise ConfigError(f"{where}.directions: {direction!r} is not a direction SRC-TRG such as 'en-de'")
-
-
 # Greedy search's workers on the CPU by default, at most (nmt.decoding.translation.torch_search): each holds a
 # batch's search in memory, so this bounds memory on many-core machines; measured only up to 2 cores
 # (benchmarks/README.md, "What made it faster").
@@ -458,7 +434,6 @@ class DecodeConfig:
     quantization: Literal["float32", "int8"] = "float32"
 
     def check(self, where: str) -> None:
-        check_seed(f"{where}.seed", self.seed)
         _positive(where, beam_size=self.beam_size, batch_size=self.batch_size)
         if self.runtime == "ctranslate2" and self.method == "beam" and self.length_normalization == "gnmt":
             raise ConfigError(
@@ -518,7 +493,6 @@ class TablesConfig:
     published: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def check(self, where: str) -> None:
-        check_seed(f"{where}.bootstrap_seed", self.bootstrap_seed)
         _positive(where, bootstrap_samples=self.bootstrap_samples, bootstrap_seed=self.bootstrap_seed)
         for metric in self.metrics:
             if metric not in ("bleu", "chrf", "ter"):

@@ -13,12 +13,12 @@ from nmt.config import (
     CleanConfig,
     CorpusConfig,
     DecodeConfig,
-    ModelMeta,
     SubwordConfig,
     SyntheticConfig,
     TablesConfig,
     TrainConfig,
 )
+from nmt.model_config import ModelMeta
 from nmt.multilingual import PIVOT, Multilingual, MultilingualSystem
 
 # The stage of the models trained on the parallel data only; the other stages are back-translation variants.

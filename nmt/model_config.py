@@ -1,9 +1,11 @@
-"""Model settings without torch: each architecture's config dataclass and its named sizes (from the papers).
+"""Model settings without torch: each architecture's config dataclass and its named sizes (from the papers), and
+what a model directory records of the model's data for translation (:class:`ModelMeta`).
 
 The workflow resolves every model's options while Snakemake parses it, on a login node that need not have
 torch, so this module imports nothing heavy; :mod:`nmt.models.seq2seq` pairs each architecture with its builder.
 """
 
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -293,3 +295,26 @@ def resolve_model_options(options: dict[str, Any], where: str, taken: tuple[str,
     if size is not None and size not in sizes:
         raise ConfigError(f"{where}.size: {size!r} is not a {arch} size ({', '.join(sizes)})")
     return arch, from_dict(config_cls, {**sizes.get(size, {}), **options}, where)
+
+
+@dataclass
+class ModelMeta:
+    """What translating with a model needs to know of its training data, recorded in the model directory.
+
+    ``src_lang`` and ``normalize_punctuation`` rebuild the normalizer that cleaning applied to the
+    sources (:class:`nmt.data.normalize.Normalizer`); ``tagged_bt`` says whether synthetic training sources
+    started with the back-translation tag (real inputs never do). A multilingual model's ``directions``
+    (``SRC-TRG``) say which target-language tags its sources start with (:func:`nmt.vocab.target_tag`) and which
+    source languages it normalizes; its ``src_lang`` (``trg_lang``) is empty when it has several.
+    """
+
+    src_lang: str
+    trg_lang: str
+    normalize_punctuation: bool = True
+    tagged_bt: bool = False
+    directions: list[str] | None = None
+
+    def check(self, where: str) -> None:
+        for direction in self.directions or []:
+            if not re.fullmatch(r"[a-z]{2,3}-[a-z]{2,3}", direction):
+                raise ConfigError(f"{where}.directions: {direction!r} is not a direction SRC-TRG such as 'en-de'")

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import sentencepiece as spm
 
 from nmt.atomic import atomic_path, hash_file, write_text
-from nmt.config import ModelMeta
 from nmt.data.normalize import Normalizer
 from nmt.data.subword import load_subword
 from nmt.errors import ConfigError, DataError, NmtError
+from nmt.model_config import ModelMeta
 from nmt.vocab import BT_TAG, target_tag
 
 if TYPE_CHECKING:

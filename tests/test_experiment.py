@@ -8,10 +8,11 @@ import yaml
 from conftest import REPO
 from snakemake.utils import validate  # the schema call of workflow/rules/common.smk: it fills in the defaults
 
-from nmt.config import DecodeConfig, ModelMeta
+from nmt.config import DecodeConfig
 from nmt.config_file import load_experiment
 from nmt.errors import ConfigError
 from nmt.experiment import Run, System
+from nmt.model_config import ModelMeta
 from nmt.models.seq2seq import build_model
 from nmt.runtime import choose_runtime
 

@@ -207,7 +207,7 @@ def one_to_many(tmp_path_factory):
     model_dir = root / "model"
     data = ([str(root / "en-de.en"), str(root / "en-xx.en")], [str(root / "en-de.de"), str(root / "en-xx.xx")])
     files_ = TrainFiles(data, str(root / "dev.src"), str(root / "dev.trg"), str(spm), str(spm), str(model_dir))
-    from nmt.config import ModelMeta
+    from nmt.model_config import ModelMeta
 
     meta = ModelMeta("en", "", directions=["en-de", "en-xx"])
     train(TOY_MODEL, tiny_train_config(max_steps=300, valid_every=150, temperature=5), files_, meta=meta)

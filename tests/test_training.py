@@ -17,12 +17,13 @@ from conftest import REPO, TOY_MODEL, assert_one_line, run_training, tiny_train_
 import nmt.training.loop as loop
 from nmt.atomic import hash_file, read_lines
 from nmt.checkpoint import average_state_dicts, list_snapshots, load_checkpoint, save_checkpoint, save_snapshot
-from nmt.config import DecodeConfig, ModelMeta, SubwordConfig, TrainConfig
+from nmt.config import DecodeConfig, SubwordConfig, TrainConfig
 from nmt.data.subword import train_subword
 from nmt.decoding.translation import Translator, translate_lines
 from nmt.device import get_device
 from nmt.errors import ConfigError, TrainingError
 from nmt.evaluation.metrics import score_corpus
+from nmt.model_config import ModelMeta
 from nmt.model_dir import load_model
 from nmt.training.loop import best_validation, is_better, train
 from nmt.training.optimizer import anneal_on_plateau, get_lr, is_annealed_out, lr_at_step, spent, warn_about_schedule

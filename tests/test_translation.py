@@ -12,12 +12,13 @@ import pytest
 import torch
 from conftest import make_toy_corpus, run_training, tiny_model
 
-from nmt.config import DecodeConfig, ModelMeta
+from nmt.config import DecodeConfig
 from nmt.data.normalize import Normalizer
 from nmt.data.subword import load_subword
 from nmt.decoding.streaming import translate_file, translate_windows
 from nmt.decoding.translation import Translator, in_threads, load_decoding, translate_lines
 from nmt.device import get_device
+from nmt.model_config import ModelMeta
 from nmt.model_dir import META_FILE, load_model, write_meta
 from nmt.vocab import EOS
 

@@ -28,8 +28,9 @@ import torch
 import torch.distributed as dist
 
 import nmt
-from nmt.config import ModelMeta, TrainConfig
+from nmt.config import TrainConfig
 from nmt.errors import TrainingError
+from nmt.model_config import ModelMeta
 from nmt.training.files import TrainFiles
 
 log = logging.getLogger(__name__)

@@ -16,10 +16,11 @@ import torch
 
 from nmt.atomic import write_text
 from nmt.checkpoint import average_snapshots, load_checkpoint
-from nmt.config import ModelMeta, TrainConfig
+from nmt.config import TrainConfig
 from nmt.data.batches import Batch, epoch_batches, make_batch
 from nmt.device import autocast, get_device
 from nmt.errors import DataError, TrainingError
+from nmt.model_config import ModelMeta
 from nmt.model_dir import check_meta, write_meta, write_model
 from nmt.models.seq2seq import Seq2Seq
 from nmt.progress import format_duration

@@ -7,8 +7,9 @@ or node (resource ``nodes``, in a SLURM job) trains data parallel under torchrun
 from pathlib import Path
 
 from nmt.allocator import keep_freed_memory
-from nmt.config import ModelMeta, TrainConfig, from_dict
+from nmt.config import TrainConfig, from_dict
 from nmt.entry import entry_point
+from nmt.model_config import ModelMeta
 from nmt.training.distributed import launch_training, processes_per_node
 from nmt.training.files import TrainFiles
 from nmt.training.loop import train
