@@ -161,13 +161,17 @@ def test_a_tab_inside_a_field_empties_its_line_on_every_side(tmp_path: Path, cap
     """A line with more fields than the first (a tab inside a field) would give one side a cut sentence and the
     other the rest of it: every column writes it empty, so the cleaning drops the pair and counts it."""
     path = tmp_path / "c.tsv"
-    path.write_text("a dog\tein Hund\nthe red\tcar\tdas rote Auto\ntwo cats\tzwei Katzen\n", encoding="utf-8")
+    text = "\na dog\tein Hund\nthe red\tcar\tdas rote Auto\ntwo cats\tzwei Katzen\n"  # the first line empty
+    path.write_text(text, encoding="utf-8")
     sides = []
     for column in (0, 1):
-        assert extract_tsv_column(path, column, tmp_path / f"{column}.txt", "corpus.tsv") == 1
+        assert extract_tsv_column(path, column, tmp_path / f"{column}.txt", "corpus.tsv") == column + 1
         sides.append((tmp_path / f"{column}.txt").read_text(encoding="utf-8").splitlines())
-    assert sides == [["a dog", "", "two cats"], ["ein Hund", "", "zwei Katzen"]]
-    assert "corpus.tsv: 1 of 3 lines have another number of tab-separated fields than the first line (2" in caplog.text
+    assert sides == [["", "a dog", "", "two cats"], ["", "ein Hund", "", "zwei Katzen"]]
+    assert (
+        "corpus.tsv: 1 of 4 lines have another number of tab-separated fields than the first line with text (2"
+        in caplog.text
+    )
 
 
 def test_a_tsv_column_no_line_has_is_an_error(tmp_path: Path) -> None:

@@ -123,15 +123,16 @@ def extract_tsv_column(path: str | Path, column: int, dest: str | Path, name: st
     if column < 0:
         raise DataError(f"{name}: TSV column must be 0 or more, got {column}")
     lines = short = ragged = 0
-    width = None  # the number of fields of the first line
+    width = None  # the number of fields of the first line with text
     with atomic_text(dest) as f:
         for line in open_text(path):
             lines += 1
             fields = line.split("\t") if line is not None else []
-            width = width or len(fields)
+            blank = not (line or "").strip()
+            width = width or (None if blank else len(fields))  # of the first line with text
             if len(fields) <= column:
                 short += 1
-            elif len(fields) != width and line.strip():
+            elif not blank and len(fields) != width:
                 ragged += 1
             else:
                 f.write(fields[column])
@@ -145,11 +146,8 @@ def extract_tsv_column(path: str | Path, column: int, dest: str | Path, name: st
             "%s: %d of %d lines too short for column %d or not UTF-8, written empty", name, short, lines, column
         )
     if ragged:
-        log.warning(
-            "%s: %d of %d lines have another number of tab-separated fields than the first line (%d; a tab inside a "
-            "field?), written empty",
-            *(name, ragged, lines, width),
-        )
+        what = f"another number of tab-separated fields than the first line with text ({width}; a tab inside a field?)"
+        log.warning("%s: %d of %d lines have %s, written empty", name, ragged, lines, what)
     return short + ragged
 
 
