@@ -55,7 +55,7 @@ def translate(args: argparse.Namespace) -> None:
     from nmt.atomic import atomic_text, check_apart, check_file_outputs
     from nmt.decoding.streaming import check_source, read_source, translate_windows
     from nmt.decoding.translation import load_decoding
-    from nmt.model_dir import input_tag, normalize_input, tag_input
+    from nmt.model_dir import input_tag, normalize_input, with_tag
 
     config = decode_config(args)
     if args.src_lang and args.src_lang == args.trg_lang:
@@ -69,7 +69,7 @@ def translate(args: argparse.Namespace) -> None:
     name = str(check_source(args.input, pipes=True)) if args.input else "stdin"
     check_file_outputs(args.output)
     check_apart([args.output], [args.input, *args.model])
-    input_tag(args.model[0], args.trg_lang)  # a multilingual model's first question, before the source language's
+    tag = input_tag(args.model[0], args.trg_lang)  # a multilingual model's first question, before the source's
     keep_freed_memory(mkl_buffers=False)  # reuse each step's freed tensors instead of faulting pages in
     translator = load_decoding(args.model, config, args.device, args.bf16, threads=args.threads, workers=args.workers)
     source = open(args.input, "rb") if args.input else nullcontext(sys.stdin.buffer)
@@ -77,7 +77,7 @@ def translate(args: argparse.Namespace) -> None:
     with source as src, output as out:
         # as cleaning normalized the training sources (the first model's meta.json)
         lines = normalize_input(args.model[0], read_source(src, name), args.src_lang)
-        lines = tag_input(args.model[0], lines, args.trg_lang)  # a multilingual model's target-language tag
+        lines = with_tag(lines, tag)  # a multilingual model's target-language tag
         first_line = 1
         for hyps in translate_windows(translator, lines, name, args.window, args.nbest):
             if args.nbest is None:

@@ -252,7 +252,11 @@ def normalize_input(model_dir: str | Path, lines: Iterable[str], src_lang: str |
 def tag_input(model_dir: str | Path, lines: Iterable[str], trg_lang: str | None = None) -> Iterable[str]:
     """``lines`` each with :func:`input_tag` first, as a multilingual model's training sources (Johnson et al.
     2017); an empty line stays empty (it is not translated). The lines of a bilingual model stay as they are."""
-    tag = input_tag(model_dir, trg_lang)
+    return with_tag(lines, input_tag(model_dir, trg_lang))
+
+
+def with_tag(lines: Iterable[str], tag: str | None) -> Iterable[str]:
+    """``lines`` each with ``tag`` first (an empty line stays empty); as they are without one."""
     return lines if tag is None else (f"{tag} {line}" if line.strip() else line for line in lines)
 
 
